@@ -1,0 +1,199 @@
+// Package audit writes one structured record per proxied request.
+//
+// A record is a single line of JSON (JSON Lines), written to its own
+// destination apart from the main log so that a log collector can parse it
+// without a layout prefix. Values that a client controls (principal, remote
+// address, and the method name read off the wire) are escaped so that no input
+// can break a record or forge a second one.
+//
+// Audit is optional. A nil *Logger means "audit off": Enabled reports false and
+// Log does nothing, so callers test Enabled first and build no Record at all
+// when nobody reads it.
+package audit
+
+import (
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// EventName is the value of the "event" field of every audit record.
+const EventName = "hms_proxy_audit"
+
+// Record is one audited request. Field names in the output follow the
+// operator-facing vocabulary of the specification.
+type Record struct {
+	RequestID            uint64
+	Method               string // Thrift method as the client called it
+	OperationClass       string // method family, e.g. metadata_read
+	Catalog              string // resolved catalog, "all" for fan-out
+	Backend              string // backend that served it, "fanout" for fan-out
+	Status               string // ok | error | fallback | throttled
+	DurationMs           int64
+	RemoteAddress        string // client supplied (network peer), escaped
+	AuthenticatedUser    string // client supplied (principal), escaped
+	Routed               bool
+	Fanout               bool
+	Fallback             bool
+	DefaultCatalogRouted bool
+}
+
+// Logger encodes Records and writes each as one line to its writer.
+// It is safe for concurrent use; records from concurrent Log calls never
+// interleave because each record reaches the writer in a single Write call
+// made under the logger's lock.
+type Logger struct {
+	mu sync.Mutex
+	w  io.Writer
+
+	bufs sync.Pool // *[]byte
+
+	writeErrors atomic.Uint64
+	onError     atomic.Pointer[func(error)]
+}
+
+// NewLogger returns a Logger writing to w. A nil w returns a nil Logger, which
+// is the disabled logger.
+func NewLogger(w io.Writer) *Logger {
+	if w == nil {
+		return nil
+	}
+	l := &Logger{w: w}
+	l.bufs.New = func() any {
+		b := make([]byte, 0, 512)
+		return &b
+	}
+	return l
+}
+
+// Enabled reports whether records are written. Callers build no Record when it
+// returns false.
+func (l *Logger) Enabled() bool { return l != nil }
+
+// SetErrorHandler installs f to be called with every write error (the audit
+// path has no caller to return errors to). Without a handler, errors are only
+// counted; see WriteErrors.
+func (l *Logger) SetErrorHandler(f func(error)) {
+	if l == nil {
+		return
+	}
+	if f == nil {
+		l.onError.Store(nil)
+		return
+	}
+	l.onError.Store(&f)
+}
+
+// WriteErrors returns how many records could not be written.
+func (l *Logger) WriteErrors() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.writeErrors.Load()
+}
+
+// Log writes r as one JSON line. It does nothing on a nil Logger or a nil r.
+func (l *Logger) Log(r *Record) {
+	if l == nil || r == nil {
+		return
+	}
+	bp := l.bufs.Get().(*[]byte)
+	b := AppendRecord((*bp)[:0], r)
+	b = append(b, '\n')
+
+	l.mu.Lock()
+	_, err := l.w.Write(b)
+	l.mu.Unlock()
+
+	// Do not keep pathologically large buffers in the pool.
+	if cap(b) <= 64<<10 {
+		*bp = b
+		l.bufs.Put(bp)
+	}
+	if err != nil {
+		l.writeErrors.Add(1)
+		if f := l.onError.Load(); f != nil {
+			(*f)(err)
+		}
+	}
+}
+
+// AppendRecord appends the JSON encoding of r (without a trailing newline) to
+// dst and returns the extended buffer. It allocates only when dst must grow.
+func AppendRecord(dst []byte, r *Record) []byte {
+	dst = append(dst, `{"event":"`...)
+	dst = append(dst, EventName...)
+	dst = append(dst, `","requestId":`...)
+	dst = strconv.AppendUint(dst, r.RequestID, 10)
+	dst = append(dst, `,"method":`...)
+	dst = AppendString(dst, r.Method)
+	dst = append(dst, `,"operationClass":`...)
+	dst = AppendString(dst, r.OperationClass)
+	dst = append(dst, `,"catalog":`...)
+	dst = AppendString(dst, r.Catalog)
+	dst = append(dst, `,"backend":`...)
+	dst = AppendString(dst, r.Backend)
+	dst = append(dst, `,"status":`...)
+	dst = AppendString(dst, r.Status)
+	dst = append(dst, `,"durationMs":`...)
+	dst = strconv.AppendInt(dst, r.DurationMs, 10)
+	dst = append(dst, `,"routed":`...)
+	dst = strconv.AppendBool(dst, r.Routed)
+	dst = append(dst, `,"fanout":`...)
+	dst = strconv.AppendBool(dst, r.Fanout)
+	dst = append(dst, `,"fallback":`...)
+	dst = strconv.AppendBool(dst, r.Fallback)
+	dst = append(dst, `,"defaultCatalogRouted":`...)
+	dst = strconv.AppendBool(dst, r.DefaultCatalogRouted)
+	dst = append(dst, `,"remoteAddress":`...)
+	dst = AppendString(dst, r.RemoteAddress)
+	dst = append(dst, `,"authenticatedUser":`...)
+	dst = AppendString(dst, r.AuthenticatedUser)
+	dst = append(dst, '}')
+	return dst
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a quoted JSON string. Quotes and backslashes are
+// escaped, every byte below 0x20 and DEL (0x7f) is written as \u00XX, valid
+// UTF-8 is kept as is and every invalid byte becomes U+FFFD. The result never
+// contains a raw line break, so a record stays on one line whatever s holds.
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0 // s[start:i] is pending verbatim output
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != 0x7f {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"':
+				dst = append(dst, '\\', '"')
+			case '\\':
+				dst = append(dst, '\\', '\\')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "\uFFFD"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
