@@ -301,3 +301,16 @@ catalog.only.expose-table-patterns.finance_.*=audit_.*
 		t.Error("table rule matching")
 	}
 }
+
+func TestDroppedBackslashWarns(t *testing.T) {
+	cfg, err := ParseReader(strings.NewReader(minimal + "catalog.only.expose-db-patterns=sales_\\d+\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasLine(cfg.Warnings, "line 4 (catalog.only.expose-db-patterns)", `\d is read as d`, `\\d`) {
+		t.Errorf("warnings %q", cfg.Warnings)
+	}
+	if cfg.Catalog("only").ExposeDBPatterns[0].MatchString("sales_1") {
+		t.Error("Java drops the backslash: the pattern is sales_d+")
+	}
+}

@@ -84,7 +84,12 @@ func ParseReader(r io.Reader) (*Config, error) {
 		props[e.Key] = e.Value
 		lines[e.Key] = append(lines[e.Key], e.Line)
 	}
-	var dups []string
+	var dups []string // warnings about the file text itself
+	for _, e := range entries {
+		for _, n := range e.Notes {
+			dups = append(dups, fmt.Sprintf("line %d (%s): %s", e.Line, e.Key, n))
+		}
+	}
 	for k, ls := range lines {
 		if len(ls) > 1 {
 			dups = append(dups, fmt.Sprintf("%s is set %d times (lines %s); the last value is used",

@@ -16,6 +16,7 @@ import (
 type property struct {
 	Key, Value string
 	Line       int
+	Notes      []string // surprises that are not errors (dropped backslashes)
 }
 
 // SyntaxError reports lines of a .properties file that cannot be read, one
@@ -84,8 +85,9 @@ func readProperties(r io.Reader) ([]property, error) {
 			continue
 		}
 		rawKey, rawValue := splitKeyValue(ll.text)
-		key, kerr := unescape(rawKey)
-		value, verr := unescape(rawValue)
+		var notes []string
+		key, kerr := unescape(rawKey, &notes)
+		value, verr := unescape(rawValue, &notes)
 		if kerr != nil || verr != nil {
 			msg := ""
 			if kerr != nil {
@@ -96,7 +98,7 @@ func readProperties(r io.Reader) ([]property, error) {
 			problems = append(problems, LineProblem{ll.line, msg})
 			continue
 		}
-		out = append(out, property{Key: key, Value: value, Line: ll.line})
+		out = append(out, property{Key: key, Value: value, Line: ll.line, Notes: notes})
 	}
 	if len(problems) > 0 {
 		return nil, &SyntaxError{Problems: problems}
@@ -235,7 +237,9 @@ func splitKeyValue(s string) (key, value string) {
 
 // unescape applies the .properties escapes. \uXXXX escapes are UTF-16 code
 // units, so a surrogate pair written as two escapes becomes one character.
-func unescape(s string) (string, error) {
+// A backslash before a letter or digit is dropped, as Java drops it; since
+// that usually means a regex like \d lost its backslash, it is noted.
+func unescape(s string, notes *[]string) (string, error) {
 	if strings.IndexByte(s, '\\') < 0 {
 		return s, nil
 	}
@@ -304,6 +308,9 @@ func unescape(s string) (string, error) {
 		default:
 			flush()
 			r, size := utf8.DecodeRuneInString(s[i:])
+			if notes != nil && r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+				*notes = append(*notes, fmt.Sprintf(`\%c is read as %c (a .properties file drops a backslash before an ordinary character); write \\%c to keep the backslash, e.g. in a regex`, r, r, r))
+			}
 			b.WriteRune(r)
 			i += size
 			continue
