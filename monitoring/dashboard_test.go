@@ -1,0 +1,238 @@
+package monitoring
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hms-proxy/hms-proxy/monitoring/promtest"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+const dashboardPath = "grafana/hms-proxy-dashboard.json"
+
+// exerciseAllMetrics makes at least one observation on every metric Metrics
+// exports, so that every series family shows up in a scrape.
+func exerciseAllMetrics(m *Metrics, i int) {
+	d := time.Duration(1+i%50) * time.Millisecond
+	m.ObserveRequest("get_table", "catalog1", "catalog1", StatusOK, d)
+	m.ObserveRequest("get_table", "catalog2", "catalog2", StatusOK, 3*d)
+	m.ObserveRequest("get_all_databases", FanoutCatalog, FanoutBackend, StatusOK, 2*d)
+	m.ObserveRequest("get_table", "catalog2", "catalog2", StatusError, d)
+	m.ObserveRequest("get_table", "catalog1", "catalog1", StatusFallback, d)
+	m.ObserveRequest("lock", "catalog1", "catalog1", StatusThrottled, 0)
+	m.BackendFailure("catalog2", "TTransportException")
+	m.BackendFallback("get_table", "APACHE_3_1_3", "HORTONWORKS_3_1_0_3_1_0_78")
+	m.RoutingAmbiguous()
+	m.DefaultCatalogRouted("get_table")
+	m.FilteredObjects("get_all_tables", "catalog1", "table", 2)
+	m.SessionAcquireTimeout("catalog1", OperationBorrow)
+	m.LockRequestSplit("catalog2")
+	m.RateLimited("principal", "default", "lock", "acid_id_bound_lifecycle", "catalog1")
+	m.SetBackendSessions("catalog1", 1+i%3, 4)
+	m.FrontendConnectionOpened("primary")
+	m.FrontendConnectionClosed("primary")
+	m.FrontendConnectionOpened("primary")
+	m.BadFrame("primary", "oversized")
+}
+
+// exportedNames gathers a registry built by NewMetrics after every metric was
+// touched, and returns every metric name a PromQL query can select (with the
+// _bucket/_sum/_count series of histograms and summaries).
+func exportedNames(t *testing.T) map[string]bool {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	exerciseAllMetrics(NewMetrics(reg, testMethods), 0)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, mf := range mfs {
+		n := mf.GetName()
+		switch mf.GetType() {
+		case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
+			names[n+"_bucket"], names[n+"_sum"], names[n+"_count"] = true, true, true
+		case dto.MetricType_SUMMARY:
+			names[n], names[n+"_sum"], names[n+"_count"] = true, true, true
+		default:
+			names[n] = true
+		}
+	}
+	return names
+}
+
+func TestDashboardUsesOnlyExportedMetrics(t *testing.T) {
+	exprs, err := promtest.DashboardExprs(dashboardPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exprs) < 20 {
+		t.Fatalf("only %d expressions found in the dashboard", len(exprs))
+	}
+	exported := exportedNames(t)
+	used := map[string]bool{}
+	for _, e := range exprs {
+		names, err := promtest.MetricNames(e.Query)
+		if err != nil {
+			t.Errorf("%s: %v", e.Source, err)
+			continue
+		}
+		if len(names) == 0 {
+			t.Errorf("%s: no metric in %q", e.Source, e.Raw)
+		}
+		for _, n := range names {
+			used[n] = true
+			if !exported[n] {
+				t.Errorf("%s uses %s, which this build does not export (expr %q)", e.Source, n, e.Raw)
+			}
+		}
+	}
+	// Every proxy metric has a panel.
+	for n := range exported {
+		if strings.HasPrefix(n, "hms_proxy_") && !used[n] &&
+			!strings.HasSuffix(n, "_sum") && !strings.HasSuffix(n, "_count") {
+			t.Errorf("metric %s has no panel in the dashboard", n)
+		}
+	}
+}
+
+func TestDashboardModel(t *testing.T) {
+	data, err := os.ReadFile(dashboardPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		SchemaVersion int    `json:"schemaVersion"`
+		UID           string `json:"uid"`
+		Title         string `json:"title"`
+		Panels        []struct {
+			ID         int             `json:"id"`
+			Type       string          `json:"type"`
+			Title      string          `json:"title"`
+			Datasource json.RawMessage `json:"datasource"`
+			GridPos    struct{ H, W, X, Y int }
+			Targets    []struct {
+				Datasource json.RawMessage `json:"datasource"`
+				Expr       string          `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name     string `json:"name"`
+				Type     string `json:"type"`
+				AllValue string `json:"allValue"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.SchemaVersion < 36 || d.UID == "" || d.Title == "" {
+		t.Fatalf("schemaVersion %d uid %q title %q", d.SchemaVersion, d.UID, d.Title)
+	}
+	vars := map[string]string{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = v.Type
+		if v.Type == "query" && v.AllValue != ".*" {
+			t.Errorf("variable %s: allValue %q, want .* (queries use =~)", v.Name, v.AllValue)
+		}
+	}
+	for name, typ := range map[string]string{"datasource": "datasource", "catalog": "query", "backend": "query", "method": "query"} {
+		if vars[name] != typ {
+			t.Errorf("template variable %s: want type %s, got %q", name, typ, vars[name])
+		}
+	}
+	ids := map[int]bool{}
+	titles := map[string]bool{}
+	for _, p := range d.Panels {
+		if ids[p.ID] {
+			t.Errorf("duplicate panel id %d", p.ID)
+		}
+		ids[p.ID] = true
+		if p.Type == "row" {
+			continue
+		}
+		titles[p.Title] = true
+		if !strings.Contains(string(p.Datasource), "${datasource}") {
+			t.Errorf("panel %q does not use the datasource variable", p.Title)
+		}
+		if p.GridPos.W <= 0 || p.GridPos.H <= 0 || p.GridPos.X+p.GridPos.W > 24 {
+			t.Errorf("panel %q: bad gridPos %+v", p.Title, p.GridPos)
+		}
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			if !strings.Contains(string(tg.Datasource), "${datasource}") {
+				t.Errorf("panel %q: target does not use the datasource variable", p.Title)
+			}
+		}
+	}
+	for _, want := range []string{"Request rate", "Error ratio", "Fallback ratio", "Latency quantiles",
+		"Top 10 methods by request rate", "Backend failures", "Compatibility fallbacks",
+		"Default-catalog routing", "Ambiguous routing refusals", "Filtered objects",
+		"Session acquire timeouts", "Backend sessions", "Memory"} {
+		if !titles[want] {
+			t.Errorf("dashboard lacks panel %q", want)
+		}
+	}
+}
+
+// TestDashboardExpressionsReturnDataFromRealPrometheus scrapes the real
+// management listener's /metrics with a real Prometheus server and runs every
+// dashboard expression against it.
+func TestDashboardExpressionsReturnDataFromRealPrometheus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Prometheus server")
+	}
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, testMethods)
+	exerciseAllMetrics(m, 0)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // steady traffic so rates and quantiles are non-trivial
+		defer close(done)
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				exerciseAllMetrics(m, i)
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+
+	// Prometheus scrapes the management listener's /metrics, as in production.
+	mgmt := NewManagement(ManagementConfig{BindHost: "127.0.0.1"}, reg, newFakeSource(BackendState{Catalog: "catalog1", Connected: true}), nil)
+	if err := mgmt.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer mgmt.Shutdown(t.Context())
+	prom := promtest.StartT(t, mgmt.Addr().String(), promtest.Options{})
+	if err := prom.WaitForScrapes(3, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	exprs, err := promtest.DashboardExprs(dashboardPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for _, e := range exprs {
+		left := max(time.Until(deadline), time.Second)
+		if err := prom.WaitForData(e.Query, left); err != nil {
+			t.Errorf("%s returns no data: %v\n  query: %s", e.Source, err, e.Query)
+			continue
+		}
+		samples, err := prom.QuerySamples(e.Query)
+		if err != nil {
+			t.Errorf("%s: %v", e.Source, err)
+			continue
+		}
+		t.Logf("%-75s %d series, first=%s", e.Source, len(samples), samples[0].Value)
+	}
+}
