@@ -1,0 +1,316 @@
+package wire
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/hms-proxy/hms-proxy/thriftgen"
+)
+
+// Role says what a string field means to the proxy. Roles are assigned by the
+// caller (the router's naming model); this package only finds them.
+type Role uint8
+
+// RoleNone marks fields the walk skips.
+const RoleNone Role = 0
+
+// RoleFunc assigns a role to a string (or list/set-of-string) field of a struct.
+type RoleFunc func(structName string, f *thriftgen.Field) Role
+
+// Plan is the compiled walk of one struct type: which fields hold role
+// strings, and which nested structs can reach one. Fields that can reach no
+// role are skipped without inspection.
+type Plan struct {
+	Name   string
+	fields []fieldPlan // sorted by id
+	direct [64]int8    // id -> index+1 into fields for ids 0..63
+}
+
+type fieldPlan struct {
+	id   int16
+	wire byte // expected wire type of the field
+	role Role // string, or elements of list/set<string>
+	elem byte // element wire type for list/set; value type for map
+	key  byte // map key type
+	sub  *Plan
+}
+
+func (p *Plan) field(id int16) *fieldPlan {
+	if id >= 0 && id < 64 {
+		if i := p.direct[id]; i > 0 {
+			return &p.fields[i-1]
+		}
+		return nil
+	}
+	for i := range p.fields {
+		if p.fields[i].id == id {
+			return &p.fields[i]
+		}
+	}
+	return nil
+}
+
+// Empty reports whether nothing in the struct carries a role.
+func (p *Plan) Empty() bool { return p == nil || len(p.fields) == 0 }
+
+// Compiler builds and memoises plans for one role assignment.
+type Compiler struct {
+	roles RoleFunc
+	memo  map[string]*Plan
+	busy  map[string]bool
+}
+
+// NewCompiler returns a compiler for the given role assignment.
+func NewCompiler(roles RoleFunc) *Compiler {
+	return &Compiler{roles: roles, memo: map[string]*Plan{}, busy: map[string]bool{}}
+}
+
+// Plan compiles (or returns the memoised) plan for a struct; nil when the
+// struct can reach no role.
+func (c *Compiler) Plan(name string) (*Plan, error) {
+	if p, ok := c.memo[name]; ok {
+		return p, nil
+	}
+	if c.busy[name] {
+		return nil, nil // recursive type: the outer compilation covers it
+	}
+	s := thriftgen.LookupStruct(name)
+	if s == nil {
+		return nil, fmt.Errorf("wire: struct %q is not in the canonical schema", name)
+	}
+	c.busy[name] = true
+	defer delete(c.busy, name)
+	p := &Plan{Name: name}
+	for _, f := range s.Fields {
+		fp, err := c.fieldPlan(name, f)
+		if err != nil {
+			return nil, err
+		}
+		if fp != nil {
+			p.fields = append(p.fields, *fp)
+		}
+	}
+	if len(p.fields) == 0 {
+		c.memo[name] = nil
+		return nil, nil
+	}
+	sort.Slice(p.fields, func(i, j int) bool { return p.fields[i].id < p.fields[j].id })
+	for i, f := range p.fields {
+		if f.id >= 0 && f.id < 64 {
+			p.direct[f.id] = int8(i + 1)
+		}
+	}
+	c.memo[name] = p
+	return p, nil
+}
+
+// WireType maps a schema type to its wire type.
+func WireType(t *thriftgen.Type) byte {
+	switch t.Kind {
+	case thriftgen.KindBool:
+		return TBool
+	case thriftgen.KindByte:
+		return TByte
+	case thriftgen.KindI16:
+		return TI16
+	case thriftgen.KindI32, thriftgen.KindEnum:
+		return TI32
+	case thriftgen.KindI64:
+		return TI64
+	case thriftgen.KindDouble:
+		return TDouble
+	case thriftgen.KindString, thriftgen.KindBinary:
+		return TString
+	case thriftgen.KindStruct:
+		return TStruct
+	case thriftgen.KindMap:
+		return TMap
+	case thriftgen.KindSet:
+		return TSet
+	case thriftgen.KindList:
+		return TList
+	}
+	return TVoid
+}
+
+func (c *Compiler) fieldPlan(owner string, f *thriftgen.Field) (*fieldPlan, error) {
+	t := f.Type
+	fp := &fieldPlan{id: f.ID, wire: WireType(t)}
+	switch t.Kind {
+	case thriftgen.KindString:
+		if fp.role = c.roles(owner, f); fp.role == RoleNone {
+			return nil, nil
+		}
+		return fp, nil
+	case thriftgen.KindStruct:
+		sub, err := c.Plan(t.Name)
+		if err != nil || sub == nil {
+			return nil, err
+		}
+		fp.sub = sub
+		return fp, nil
+	case thriftgen.KindList, thriftgen.KindSet:
+		fp.elem = WireType(t.Elem)
+		switch t.Elem.Kind {
+		case thriftgen.KindString:
+			if fp.role = c.roles(owner, f); fp.role == RoleNone {
+				return nil, nil
+			}
+			return fp, nil
+		case thriftgen.KindStruct:
+			sub, err := c.Plan(t.Elem.Name)
+			if err != nil || sub == nil {
+				return nil, err
+			}
+			fp.sub = sub
+			return fp, nil
+		}
+		return nil, nil
+	case thriftgen.KindMap:
+		fp.key, fp.elem = WireType(t.Key), WireType(t.Value)
+		if t.Value.Kind == thriftgen.KindStruct {
+			sub, err := c.Plan(t.Value.Name)
+			if err != nil || sub == nil {
+				return nil, err
+			}
+			fp.sub = sub
+			return fp, nil
+		}
+		if t.Value.Kind == thriftgen.KindList && t.Value.Elem.Kind == thriftgen.KindStruct {
+			// e.g. map<string, list<ColumnStatisticsObj>>: walk each list.
+			sub, err := c.Plan(t.Value.Elem.Name)
+			if err != nil || sub == nil {
+				return nil, err
+			}
+			fp.sub = &Plan{Name: "list<" + t.Value.Elem.Name + ">", fields: []fieldPlan{{id: -32768, wire: TList, elem: TStruct, sub: sub}}}
+			return fp, nil
+		}
+		return nil, nil
+	}
+	return nil, nil
+}
+
+// Span is one role string found by Walk: B[Start:End] is the whole encoded
+// string including its 4-byte length; Val is its content.
+type Span struct {
+	Role       Role
+	Start, End int
+	Val        []byte
+	Path       *Plan // the struct holding the field
+	FieldID    int16
+}
+
+// Walk visits every role string reachable through plan in the encoded struct
+// body, in wire order. A field whose wire type differs from the schema's is
+// skipped (as Thrift readers do), never misinterpreted.
+func Walk(body []byte, plan *Plan, limit int, visit func(*Span) error) error {
+	b := Buf{B: body, Limit: limit}
+	return b.walkStruct(plan, visit, 0)
+}
+
+func (b *Buf) walkStruct(p *Plan, visit func(*Span) error, depth int) error {
+	if depth > MaxDepth {
+		return perr(ErrMalformed, b.Pos, "nesting deeper than %d", MaxDepth)
+	}
+	for {
+		t, id, err := b.FieldHeader()
+		if err != nil {
+			return err
+		}
+		if t == TStop {
+			return nil
+		}
+		var fp *fieldPlan
+		if p != nil {
+			fp = p.field(id)
+		}
+		if fp == nil || fp.wire != t {
+			if err := b.Skip(t, depth+1); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := b.walkValue(p, fp, t, visit, depth+1); err != nil {
+			return err
+		}
+	}
+}
+
+func (b *Buf) walkString(p *Plan, fp *fieldPlan, visit func(*Span) error) error {
+	start := b.Pos
+	s, err := b.Bytes()
+	if err != nil {
+		return err
+	}
+	return visit(&Span{Role: fp.role, Start: start, End: b.Pos, Val: s, Path: p, FieldID: fp.id})
+}
+
+func (b *Buf) walkValue(p *Plan, fp *fieldPlan, t byte, visit func(*Span) error, depth int) error {
+	switch t {
+	case TString:
+		return b.walkString(p, fp, visit)
+	case TStruct:
+		return b.walkStruct(fp.sub, visit, depth)
+	case TList, TSet:
+		et, n, err := b.ListHeader()
+		if err != nil {
+			return err
+		}
+		if et != fp.elem {
+			return b.skipElems(n, depth, et)
+		}
+		for i := 0; i < n; i++ {
+			if et == TString {
+				err = b.walkString(p, fp, visit)
+			} else {
+				err = b.walkStruct(fp.sub, visit, depth+1)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	case TMap:
+		kt, vt, n, err := b.MapHeader()
+		if err != nil {
+			return err
+		}
+		if vt != fp.elem {
+			return b.skipElems(n, depth, kt, vt)
+		}
+		for i := 0; i < n; i++ {
+			if err := b.Skip(kt, depth+1); err != nil {
+				return err
+			}
+			if vt == TStruct {
+				err = b.walkStruct(fp.sub, visit, depth+1)
+			} else { // list<struct> values
+				inner := &fp.sub.fields[0]
+				err = b.walkValue(fp.sub, inner, vt, visit, depth+1)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return b.Skip(t, depth)
+}
+
+// Patch replaces body[Start:End] with Data.
+type Patch struct {
+	Start, End int
+	Data       []byte
+}
+
+// Apply splices patches (sorted by Start, non-overlapping) into src, appending
+// the result to dst.
+func Apply(dst, src []byte, patches []Patch) []byte {
+	pos := 0
+	for _, p := range patches {
+		dst = append(dst, src[pos:p.Start]...)
+		dst = append(dst, p.Data...)
+		pos = p.End
+	}
+	return append(dst, src[pos:]...)
+}

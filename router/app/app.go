@@ -1,0 +1,149 @@
+// Package app assembles a whole hms-proxy from a validated configuration:
+// metrics, audit, router, one front-door listener per frontend profile and
+// the management listener. cmd/hms-proxy and the end-to-end test harness
+// both build the proxy here, so tests exercise exactly what operators run.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hms-proxy/hms-proxy/audit"
+	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/monitoring"
+	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/router/frontdoor"
+	"github.com/hms-proxy/hms-proxy/thriftgen"
+)
+
+// App is an assembled proxy.
+type App struct {
+	Config    *configs.Config
+	Log       *slog.Logger
+	Registry  *prometheus.Registry
+	Metrics   *monitoring.Metrics
+	Router    *router.Router
+	Listeners []*frontdoor.Listener // primary first
+	Names     []string              // listener names, parallel to Listeners
+	Mgmt      *monitoring.Management
+	closers   []io.Closer
+}
+
+// Build creates every part without binding any socket.
+func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
+	a := &App{Config: cfg, Log: log, Registry: prometheus.NewRegistry()}
+	var auditLog *audit.Logger
+	if cfg.Audit.Enabled {
+		f, err := audit.OpenRollingFile(cfg.Audit.File, cfg.Audit.MaxFileSizeBytes, cfg.Audit.MaxBackups)
+		if err != nil {
+			return nil, fmt.Errorf("audit.file=%s: %v", cfg.Audit.File, err)
+		}
+		a.closers = append(a.closers, f)
+		auditLog = audit.NewLogger(f)
+		auditLog.SetErrorHandler(func(err error) { log.Error("audit record could not be written", "file", cfg.Audit.File, "err", err) })
+	}
+	table, err := router.BuildTable()
+	if err != nil {
+		return nil, err
+	}
+	a.Metrics = monitoring.NewMetrics(a.Registry, table.Names())
+	if a.Router, err = router.New(router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log}); err != nil {
+		a.closeFiles()
+		return nil, err
+	}
+	for _, fc := range cfg.Frontends() {
+		prof, ok := thriftgen.ProfileByName(string(fc.Profile))
+		if !ok {
+			return nil, fmt.Errorf("frontend %q: unknown profile %s", fc.Name, fc.Profile)
+		}
+		name := fc.Name
+		if name == "" {
+			name = "primary"
+		}
+		m := a.Metrics
+		l := frontdoor.New(frontdoor.Config{Name: fc.Name, BindHost: fc.BindHost, Port: fc.Port,
+			MaxWorkers: fc.MaxWorkerThreads, ClientSocketTimeout: fc.ClientSocketTimeout,
+			KeepAlive: fc.TCPKeepAlive, KeepAliveIdle: fc.TCPKeepAliveIdle,
+			KeepAliveInterval: fc.TCPKeepAliveInterval, KeepAliveCount: fc.TCPKeepAliveCount,
+			Framed: fc.FramedTransport, MaxMessage: int(fc.MaxMessageSize)},
+			&router.Frontend{Name: name, Profile: prof}, a.Router, log,
+			frontdoor.Hooks{
+				BadInput: func(reason string) { m.BadFrame(name, reason) },
+				Connections: func(d int) {
+					if d > 0 {
+						m.FrontendConnectionOpened(name)
+					} else {
+						m.FrontendConnectionClosed(name)
+					}
+				}})
+		a.Listeners = append(a.Listeners, l)
+		a.Names = append(a.Names, name)
+	}
+	if cfg.Management.Enabled {
+		a.Mgmt = monitoring.NewManagement(monitoring.ManagementConfig{BindHost: cfg.Management.BindHost,
+			Port: cfg.Management.Port, Threads: cfg.Management.Threads,
+			ReadinessCache: cfg.Management.ReadinessCache}, a.Registry, a.Router, log)
+	}
+	return a, nil
+}
+
+// Start binds every listener; on any failure it stops what it started.
+func (a *App) Start() error {
+	for i, l := range a.Listeners {
+		if err := l.Start(); err != nil {
+			a.Shutdown(context.Background())
+			return err
+		}
+		a.Log.Info("listening", "listener", a.Names[i], "addr", l.Addr().String())
+	}
+	if a.Mgmt != nil {
+		if err := a.Mgmt.Start(); err != nil {
+			a.Shutdown(context.Background())
+			return err
+		}
+		a.Log.Info("management listening (no authentication: bind it to a monitoring network)", "addr", a.Mgmt.Addr().String())
+	}
+	return nil
+}
+
+// Listener returns a listener by name ("primary" or an additional frontend).
+func (a *App) Listener(name string) *frontdoor.Listener {
+	for i, n := range a.Names {
+		if n == name {
+			return a.Listeners[i]
+		}
+	}
+	return nil
+}
+
+// Shutdown stops in order: listeners stop accepting and finish in-flight
+// calls, then management, then backend sessions and files. It returns an
+// error when ctx ended first.
+func (a *App) Shutdown(ctx context.Context) error {
+	var errs []error
+	for _, l := range a.Listeners {
+		if err := l.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if a.Mgmt != nil {
+		if err := a.Mgmt.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	a.Router.Close()
+	a.closeFiles()
+	return errors.Join(errs...)
+}
+
+func (a *App) closeFiles() {
+	for _, c := range a.closers {
+		c.Close()
+	}
+	a.closers = nil
+}

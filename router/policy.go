@@ -1,0 +1,177 @@
+package router
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/hms-proxy/hms-proxy/compat/wire"
+	"github.com/hms-proxy/hms-proxy/configs"
+)
+
+// Policy is one catalog's write policy and exposure rules.
+type Policy struct {
+	access    configs.AccessMode
+	whitelist map[string]bool
+	exposure  *Exposure
+}
+
+func newPolicy(cc *configs.CatalogConfig) *Policy {
+	p := &Policy{access: cc.AccessMode, whitelist: map[string]bool{}}
+	for _, db := range cc.WriteDBWhitelist {
+		p.whitelist[strings.ToLower(db)] = true
+	}
+	p.exposure = &Exposure{deny: cc.ExposeMode == configs.ExposeDenyByDefault, dbs: cc.ExposeDBPatterns}
+	for _, tr := range cc.ExposeTablePatterns {
+		p.exposure.tables = append(p.exposure.tables, tableRule{db: tr.DB, tables: tr.Tables})
+	}
+	return p
+}
+
+// writeRefusal explains why a write is not allowed, "" when it is.
+func (p *Policy) writeRefusal(catalog, method string, dbs []string) string {
+	switch p.access {
+	case configs.AccessReadOnly:
+		return fmt.Sprintf("catalog %s is READ_ONLY (catalog.%s.access-mode): %s is a write", catalog, catalog, method)
+	case configs.AccessReadWriteDBWhitelist:
+		if len(dbs) == 0 {
+			return fmt.Sprintf("catalog %s allows writes only to databases in catalog.%s.write-db-whitelist, and %s names no database", catalog, catalog, method)
+		}
+		for _, db := range dbs {
+			if !p.whitelist[strings.ToLower(db)] {
+				return fmt.Sprintf("catalog %s allows writes only to databases in catalog.%s.write-db-whitelist; database %s is not listed (%s)", catalog, catalog, db, method)
+			}
+		}
+	}
+	return ""
+}
+
+// Exposure is selective federation exposure: which backend databases and
+// tables of a catalog clients may see. Patterns match backend names, whole
+// string, case-insensitively (compiled that way by configs).
+type Exposure struct {
+	deny   bool
+	dbs    []*regexp.Regexp
+	tables []tableRule
+}
+
+type tableRule struct {
+	db     *regexp.Regexp
+	tables []*regexp.Regexp
+}
+
+func (e *Exposure) active() bool { return e != nil && (e.deny || len(e.tables) > 0) }
+
+// DBVisible: under DENY_BY_DEFAULT a database is visible when a db rule or a
+// table rule matches it; under ALLOW_ALL always.
+func (e *Exposure) DBVisible(db string) bool {
+	if !e.deny {
+		return true
+	}
+	for _, re := range e.dbs {
+		if re.MatchString(db) {
+			return true
+		}
+	}
+	for _, tr := range e.tables {
+		if tr.db.MatchString(db) {
+			return true
+		}
+	}
+	return false
+}
+
+// TableVisible: table rules of matching databases narrow the tables; without
+// any, a table is as visible as its database.
+func (e *Exposure) TableVisible(db, table string) bool {
+	narrowed := false
+	for _, tr := range e.tables {
+		if !tr.db.MatchString(db) {
+			continue
+		}
+		narrowed = true
+		for _, re := range tr.tables {
+			if re.MatchString(table) {
+				return true
+			}
+		}
+	}
+	if narrowed {
+		return false
+	}
+	return e.DBVisible(db)
+}
+
+// hidden names the first object of a direct lookup that is hidden, "" if none.
+func (e *Exposure) hidden(dbs, tables []string) string {
+	for _, db := range dbs {
+		if !e.DBVisible(db) {
+			return "database " + db
+		}
+	}
+	if len(dbs) > 0 {
+		for _, t := range tables {
+			if !e.TableVisible(dbs[0], t) {
+				return "table " + dbs[0] + "." + t
+			}
+		}
+	}
+	return ""
+}
+
+func objectType(obj string) string {
+	if strings.HasPrefix(obj, "database") {
+		return "database"
+	}
+	return "table"
+}
+
+// listFilter says where a list-style RPC keeps its objects in the result.
+type listFilter struct {
+	path       []int16 // field ids from the result struct down to the list
+	nameField  int16   // for lists of structs: the field holding the table name; 0 = list of strings
+	objectType string
+}
+
+// listFilters: list-style RPCs whose answers exposure narrows.
+var listFilters = map[string]*listFilter{
+	"get_all_tables":                {path: []int16{0}, objectType: "table"},
+	"get_tables":                    {path: []int16{0}, objectType: "table"},
+	"get_tables_by_type":            {path: []int16{0}, objectType: "table"},
+	"get_table_names_by_filter":     {path: []int16{0}, objectType: "table"},
+	"get_table_objects_by_name":     {path: []int16{0}, nameField: 1, objectType: "table"},
+	"get_table_objects_by_name_req": {path: []int16{0, 1}, nameField: 1, objectType: "table"},
+	"get_tables_ext":                {path: []int16{0}, nameField: 1, objectType: "table"},
+}
+
+// filterList removes hidden tables of database db from a result body.
+func (e *Exposure) filterList(f *listFilter, body []byte, db string) ([]byte, int, error) {
+	v, err := wire.DecodeStruct(body)
+	if err != nil {
+		return nil, 0, err
+	}
+	list := &v
+	for _, id := range f.path {
+		if list = list.Field(id); list == nil {
+			return nil, 0, nil // exception reply or empty result
+		}
+	}
+	kept := list.Elems[:0]
+	removed := 0
+	for _, el := range list.Elems {
+		name := string(el.Str)
+		if f.nameField != 0 {
+			name = el.Field(f.nameField).String()
+		}
+		if e.TableVisible(db, name) {
+			kept = append(kept, el)
+		} else {
+			removed++
+		}
+	}
+	list.Elems = kept
+	if removed == 0 {
+		return body, 0, nil
+	}
+	return v.Encode(), removed, nil
+}

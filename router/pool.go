@@ -1,0 +1,335 @@
+package router
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hms-proxy/hms-proxy/compat/wire"
+)
+
+// BackendOptions configure one catalog's pool.
+type BackendOptions struct {
+	Catalog        string
+	URIs           []string // thrift://host:port
+	Sequential     bool     // metastore.thrift.uri.selection=SEQUENTIAL; else shuffled per connect, as Hive's client does
+	PoolSize       int
+	BorrowTimeout  time.Duration // latency budget when set, else 30 s
+	ConnectTimeout time.Duration
+	SocketTimeout  time.Duration // read/write deadline of one backend call
+	ConnectRetries int           // attempts over the URI list
+	RetryDelay     time.Duration
+	Framed         bool
+	MaxReply       int // bound on one backend reply
+	// Dial opens the transport; nil = plain TCP. Kerberos/SASL plugs in here.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// OnAcquireTimeout is told when a borrow gives up (metrics).
+	OnAcquireTimeout func(operation string)
+}
+
+// ErrPoolExhausted is returned when no session frees up within the budget.
+var ErrPoolExhausted = errors.New("backend session pool exhausted")
+
+// Backend is the pool of Thrift sessions to one catalog's metastore.
+type Backend struct {
+	opt     BackendOptions
+	addrs   []string
+	permits chan struct{}
+	idle    chan *session
+
+	mu     sync.Mutex
+	state  BackendHealth
+	closed bool
+}
+
+// BackendHealth is the live state /readyz shows.
+type BackendHealth struct {
+	Connected                bool
+	LastSuccess, LastFailure time.Time
+	LastProbe                time.Time
+	LastLatency              time.Duration
+	LatencyEWMA              float64 // ms
+	ConsecutiveFailures      int
+	LastError                string
+	Endpoint                 string
+	Active                   int
+}
+
+type session struct {
+	conn    net.Conn
+	r       *bufio.Reader
+	w       *bufio.Writer
+	addr    string
+	scratch []byte
+}
+
+// NewBackend validates the URIs and builds an (unconnected) pool.
+func NewBackend(opt BackendOptions) (*Backend, error) {
+	if opt.PoolSize < 1 {
+		opt.PoolSize = 1
+	}
+	if opt.BorrowTimeout <= 0 {
+		opt.BorrowTimeout = 30 * time.Second
+	}
+	if opt.ConnectTimeout <= 0 {
+		opt.ConnectTimeout = 20 * time.Second
+	}
+	if opt.ConnectRetries < 1 {
+		opt.ConnectRetries = 1
+	}
+	if opt.MaxReply <= 0 {
+		opt.MaxReply = 1<<31 - 1
+	}
+	b := &Backend{opt: opt, permits: make(chan struct{}, opt.PoolSize), idle: make(chan *session, opt.PoolSize)}
+	for _, u := range opt.URIs {
+		addr, err := thriftAddr(u)
+		if err != nil {
+			return nil, fmt.Errorf("catalog %s: %w", opt.Catalog, err)
+		}
+		b.addrs = append(b.addrs, addr)
+	}
+	if len(b.addrs) == 0 {
+		return nil, fmt.Errorf("catalog %s: no metastore URI", opt.Catalog)
+	}
+	return b, nil
+}
+
+func thriftAddr(u string) (string, error) {
+	p, err := url.Parse(strings.TrimSpace(u))
+	if err != nil || p.Scheme != "thrift" || p.Hostname() == "" || p.Port() == "" {
+		return "", fmt.Errorf("metastore URI %q is not thrift://host:port", u)
+	}
+	if _, err := strconv.Atoi(p.Port()); err != nil {
+		return "", fmt.Errorf("metastore URI %q has a bad port", u)
+	}
+	return p.Host, nil
+}
+
+// Name is the catalog this pool serves.
+func (b *Backend) Name() string { return b.opt.Catalog }
+
+// Call sends one whole message (envelope included) and returns the reply,
+// which stays valid until done is called. A stale pooled connection that
+// fails before any reply byte is retried once on a fresh connection when
+// retry is true (reads, or calls whose request never left).
+func (b *Backend) Call(ctx context.Context, req []byte, oneway, retry bool) (reply *wire.Message, done func(), err error) {
+	s, err := b.borrow(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	start := time.Now()
+	reply, err = b.roundTrip(ctx, s, req, oneway)
+	if err != nil && retry && ctx.Err() == nil {
+		b.discard(s)
+		if s, err = b.borrowFresh(ctx); err != nil {
+			b.release()
+			b.failure(err)
+			return nil, nil, err
+		}
+		start = time.Now()
+		reply, err = b.roundTrip(ctx, s, req, oneway)
+	}
+	if err != nil {
+		b.discard(s)
+		b.release()
+		b.failure(err)
+		return nil, nil, err
+	}
+	b.success(time.Since(start), s.addr)
+	return reply, func() { b.giveBack(s) }, nil
+}
+
+func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, oneway bool) (*wire.Message, error) {
+	deadline := time.Time{}
+	if b.opt.SocketTimeout > 0 {
+		deadline = time.Now().Add(b.opt.SocketTimeout)
+	}
+	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d
+	}
+	_ = s.conn.SetDeadline(deadline)
+	var err error
+	if b.opt.Framed {
+		err = wire.WriteFramed(s.w, req)
+	} else {
+		_, err = s.w.Write(req)
+	}
+	if err == nil {
+		err = s.w.Flush()
+	}
+	if err != nil || oneway {
+		return nil, err
+	}
+	var m *wire.Message
+	if b.opt.Framed {
+		m, err = wire.ReadFramed(s.r, wire.Limits{MaxMessage: b.opt.MaxReply})
+	} else {
+		m, err = wire.ReadMessage(s.r, wire.Limits{MaxMessage: b.opt.MaxReply}, s.scratch)
+		if err == nil {
+			s.scratch = m.Raw[:0]
+		}
+	}
+	return m, err
+}
+
+func (b *Backend) borrow(ctx context.Context) (*session, error) {
+	t := time.NewTimer(b.opt.BorrowTimeout)
+	defer t.Stop()
+	select {
+	case b.permits <- struct{}{}:
+	case <-t.C:
+		if b.opt.OnAcquireTimeout != nil {
+			b.opt.OnAcquireTimeout("borrow")
+		}
+		return nil, fmt.Errorf("catalog %s: %w: no session of %d freed up within %v",
+			b.opt.Catalog, ErrPoolExhausted, b.opt.PoolSize, b.opt.BorrowTimeout)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case s := <-b.idle:
+		return s, nil
+	default:
+	}
+	s, err := b.dial(ctx)
+	if err != nil {
+		b.release()
+		b.failure(err)
+		return nil, err
+	}
+	return s, nil
+}
+
+// borrowFresh dials a new session under the permit already held.
+func (b *Backend) borrowFresh(ctx context.Context) (*session, error) { return b.dial(ctx) }
+
+func (b *Backend) release() { <-b.permits }
+
+func (b *Backend) giveBack(s *session) {
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		s.conn.Close()
+	} else {
+		select {
+		case b.idle <- s:
+		default:
+			s.conn.Close()
+		}
+	}
+	b.release()
+}
+
+func (b *Backend) discard(s *session) { s.conn.Close() }
+
+// dial connects to the first reachable URI, trying the list ConnectRetries
+// times (RANDOM selection shuffles the list on each attempt, like Hive).
+func (b *Backend) dial(ctx context.Context) (*session, error) {
+	dial := b.opt.Dial
+	if dial == nil {
+		d := &net.Dialer{Timeout: b.opt.ConnectTimeout, KeepAlive: 30 * time.Second}
+		dial = d.DialContext
+	}
+	var errs []string
+	for attempt := 0; attempt < b.opt.ConnectRetries; attempt++ {
+		if attempt > 0 && b.opt.RetryDelay > 0 {
+			select {
+			case <-time.After(b.opt.RetryDelay):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		addrs := b.addrs
+		if !b.opt.Sequential && len(addrs) > 1 {
+			addrs = append([]string(nil), addrs...)
+			rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+		}
+		for _, a := range addrs {
+			c, err := dial(ctx, "tcp", a)
+			if err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			return &session{conn: c, r: bufio.NewReaderSize(c, 64<<10), w: bufio.NewWriterSize(c, 64<<10), addr: a}, nil
+		}
+	}
+	return nil, fmt.Errorf("catalog %s: cannot connect to any metastore URI (%s): %s",
+		b.opt.Catalog, strings.Join(b.opt.URIs, ","), strings.Join(dedupe(errs), "; "))
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (b *Backend) success(d time.Duration, addr string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := &b.state
+	st.Connected = true
+	st.LastSuccess = time.Now()
+	st.LastLatency = d
+	ms := float64(d.Microseconds()) / 1000
+	if st.LatencyEWMA == 0 {
+		st.LatencyEWMA = ms
+	} else {
+		st.LatencyEWMA = 0.8*st.LatencyEWMA + 0.2*ms
+	}
+	st.ConsecutiveFailures = 0
+	st.Endpoint = addr
+}
+
+func (b *Backend) failure(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.state.Connected = false
+	b.state.LastFailure = time.Now()
+	b.state.LastError = err.Error()
+	b.state.ConsecutiveFailures++
+}
+
+// Health returns a copy of the live state.
+func (b *Backend) Health() BackendHealth {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := b.state
+	h.Active = len(b.permits)
+	return h
+}
+
+func (b *Backend) markProbe() {
+	b.mu.Lock()
+	b.state.LastProbe = time.Now()
+	b.mu.Unlock()
+}
+
+// Close closes idle sessions; sessions in use close when given back.
+func (b *Backend) Close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	for {
+		select {
+		case s := <-b.idle:
+			s.conn.Close()
+		default:
+			return
+		}
+	}
+}

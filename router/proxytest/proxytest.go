@@ -1,0 +1,100 @@
+// Package proxytest starts an in-process hms-proxy, assembled exactly as
+// cmd/hms-proxy assembles it, for end-to-end tests against real metastores.
+package proxytest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/router/app"
+)
+
+// Proxy is a running in-process proxy.
+type Proxy struct {
+	*app.App
+	AuditFile string
+}
+
+// URI of a listener ("primary" or an additional frontend name).
+func (p *Proxy) URI(name string) string {
+	return "thrift://" + p.Listener(name).Addr().String()
+}
+
+// ManagementURL is the base URL of the management listener.
+func (p *Proxy) ManagementURL() string { return "http://" + p.Mgmt.Addr().String() }
+
+// FreePort asks the kernel for a free loopback port.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Start parses props and starts the proxy; server.port, management.port and
+// audit.file default to free loopback ports and a temp file. It stops when
+// the test ends.
+func Start(t testing.TB, props map[string]string) *Proxy {
+	t.Helper()
+	props = clone(props)
+	setDefault(props, "server.bind-host", "127.0.0.1")
+	if _, ok := props["server.port"]; !ok {
+		props["server.port"] = strconv.Itoa(FreePort(t))
+	}
+	if _, ok := props["management.port"]; !ok {
+		props["management.port"] = strconv.Itoa(FreePort(t))
+	}
+	setDefault(props, "audit.file", t.TempDir()+"/audit.log")
+	cfg, err := configs.Parse(props)
+	if err != nil {
+		t.Fatalf("proxy config: %v", err)
+	}
+	var w io.Writer = testWriter{t}
+	if os.Getenv("HMS_PROXY_TEST_QUIET") != "" {
+		w = io.Discard
+	}
+	a, err := app.Build(cfg, slog.New(slog.NewTextHandler(w, nil)))
+	if err != nil {
+		t.Fatalf("proxy build: %v", err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatalf("proxy start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = a.Shutdown(ctx)
+	})
+	return &Proxy{App: a, AuditFile: cfg.Audit.File}
+}
+
+func clone(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func setDefault(m map[string]string, k, v string) {
+	if _, ok := m[k]; !ok {
+		m[k] = v
+	}
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p[:len(p)-1]))
+	return len(p), nil
+}

@@ -1,0 +1,560 @@
+// Package router is the request pipeline of hms-proxy: classify the RPC by the
+// method table, resolve its namespace to one catalog (or a fan-out set, or a
+// refusal), apply policy, rewrite names inward, call the catalog's backend
+// pool, rewrite names outward, and count and audit the call.
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hms-proxy/hms-proxy/audit"
+	"github.com/hms-proxy/hms-proxy/compat/wire"
+	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/monitoring"
+	"github.com/hms-proxy/hms-proxy/thriftgen"
+)
+
+// Options are the parts a Router is built from (built in cmd, passed in).
+type Options struct {
+	Config  *configs.Config
+	Metrics *monitoring.Metrics
+	Audit   *audit.Logger // nil: audit off
+	Log     *slog.Logger
+	// Dial overrides backend dialing (tests, later: SASL); nil = TCP.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Router routes calls of every front-door listener.
+type Router struct {
+	ns       *Namespace
+	table    *Table
+	backends map[*Catalog]*Backend
+	policies map[*Catalog]*Policy
+	metrics  *monitoring.Metrics
+	audit    *audit.Logger
+	log      *slog.Logger
+	maxMsg   int
+	seq      atomic.Uint64
+	bufs     sync.Pool
+}
+
+// New builds the router, its method table and one backend pool per catalog.
+func New(opt Options) (*Router, error) {
+	cfg := opt.Config
+	table, err := BuildTable()
+	if err != nil {
+		return nil, err
+	}
+	r := &Router{table: table, backends: map[*Catalog]*Backend{}, policies: map[*Catalog]*Policy{},
+		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: int(cfg.Server.MaxMessageSize)}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	r.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
+	var cats []*Catalog
+	byName := map[string]*configs.CatalogConfig{}
+	for _, cc := range cfg.Catalogs {
+		backendName := cc.Conf["metastore.catalog.default"]
+		if backendName == "" {
+			backendName = cc.Conf["hive.metastore.catalog.default"]
+		}
+		if backendName == "" {
+			backendName = "hive"
+		}
+		cats = append(cats, &Catalog{Name: cc.Name, BackendName: backendName})
+		byName[cc.Name] = cc
+	}
+	r.ns = NewNamespace(cfg.Routing.CatalogDBSeparator, cfg.Routing.DefaultCatalog,
+		cfg.Federation.PreserveBackendCatalogName, cats)
+	if r.ns.Default() == nil {
+		return nil, fmt.Errorf("routing.default-catalog=%q is not one of catalogs", cfg.Routing.DefaultCatalog)
+	}
+	for _, c := range cats {
+		cc := byName[c.Name]
+		name := c.Name
+		sel := strings.ToUpper(firstNonEmpty(cc.Conf["metastore.thrift.uri.selection"], cc.Conf["hive.metastore.uri.selection"]))
+		b, err := NewBackend(BackendOptions{
+			Catalog: c.Name, URIs: cc.URIs, Sequential: sel == "SEQUENTIAL",
+			PoolSize: cc.SharedSessionPoolSize, BorrowTimeout: cc.LatencyBudget,
+			ConnectTimeout: cc.ConnectTimeout, SocketTimeout: cc.SocketTimeout,
+			ConnectRetries: cc.ConnectRetries, RetryDelay: cc.ConnectRetryDelay, Framed: cc.FramedTransport,
+			Dial: opt.Dial,
+			OnAcquireTimeout: func(op string) {
+				if r.metrics != nil {
+					r.metrics.SessionAcquireTimeout(name, op)
+				}
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.backends[c] = b
+		r.policies[c] = newPolicy(cc)
+	}
+	return r, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Table returns the method table (metric label set, tests).
+func (r *Router) Table() *Table { return r.table }
+
+// Namespace returns the naming model.
+func (r *Router) Namespace() *Namespace { return r.ns }
+
+// Close closes every backend pool.
+func (r *Router) Close() {
+	for _, b := range r.backends {
+		b.Close()
+	}
+}
+
+// Frontend is one front-door listener's view: its name and the method set of
+// its profile.
+type Frontend struct {
+	Name    string
+	Profile thriftgen.ProfileSet
+}
+
+// Allows reports whether the listener's profile has the method.
+func (f *Frontend) Allows(s *Spec) bool {
+	return f == nil || f.Profile == 0 || s.Method.Profiles&f.Profile != 0
+}
+
+// ConnInfo is the per-connection state the pipeline reads.
+type ConnInfo struct {
+	Remote   string
+	Frontend *Frontend
+	mu       sync.Mutex
+	user     string
+	groups   []string
+}
+
+// User is the identity bound to the connection (set_ugi today, SASL later).
+func (c *ConnInfo) User() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.user
+}
+
+type ctxKey struct{}
+
+// RequestInfo travels in the context through every layer.
+type RequestInfo struct {
+	ID     uint64
+	Method string
+	Conn   *ConnInfo
+}
+
+// Info returns the request info of ctx, or nil.
+func Info(ctx context.Context) *RequestInfo {
+	ri, _ := ctx.Value(ctxKey{}).(*RequestInfo)
+	return ri
+}
+
+// call is one request's outcome, read by metrics and audit.
+type call struct {
+	msg           *wire.Message
+	spec          *Spec
+	conn          *ConnInfo
+	catalog       string
+	fanout        bool
+	routed        bool
+	defaultRouted bool
+	fallback      bool
+	status        string
+	route         *route
+}
+
+// Handle serves one client message and appends the reply to out (nothing for
+// oneway calls).
+func (r *Router) Handle(ctx context.Context, conn *ConnInfo, msg *wire.Message, out []byte) []byte {
+	start := time.Now()
+	c := &call{msg: msg, conn: conn, status: "ok"}
+	id := r.seq.Add(1)
+	ctx = context.WithValue(ctx, ctxKey{}, &RequestInfo{ID: id, Method: msg.Name, Conn: conn})
+	out = r.dispatch(ctx, c, out)
+	d := time.Since(start)
+	method := msg.Name
+	if c.spec == nil {
+		method = "other"
+	}
+	catalog, backend := c.catalog, c.catalog
+	if c.fanout {
+		catalog, backend = "all", "fanout"
+	}
+	if catalog == "" {
+		catalog, backend = "none", "none"
+	}
+	if r.metrics != nil {
+		r.metrics.ObserveRequest(method, catalog, backend, c.status, d)
+		if c.defaultRouted {
+			r.metrics.DefaultCatalogRouted(method)
+		}
+	}
+	if r.audit.Enabled() {
+		rec := &audit.Record{RequestID: id, Method: msg.Name, Catalog: catalog, Backend: backend,
+			Status: c.status, DurationMs: d.Milliseconds(), RemoteAddress: conn.Remote,
+			AuthenticatedUser: conn.User(), Routed: c.routed, Fanout: c.fanout, Fallback: c.fallback,
+			DefaultCatalogRouted: c.defaultRouted}
+		if c.spec != nil {
+			rec.OperationClass = string(c.spec.Family)
+		}
+		r.audit.Log(rec)
+	}
+	return out
+}
+
+func (r *Router) dispatch(ctx context.Context, c *call, out []byte) []byte {
+	m := c.msg
+	spec := r.table.Lookup(m.Name)
+	if spec == nil || !c.conn.Frontend.Allows(spec) {
+		c.status = "error"
+		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppUnknownMethod,
+			fmt.Sprintf("Invalid method name: '%s'", m.Name))...)
+	}
+	c.spec = spec
+	if m.Type != wire.Call && m.Type != wire.Oneway {
+		c.status = "error"
+		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppInvalidMessageType,
+			fmt.Sprintf("%s: message type %d is not a call", m.Name, m.Type))...)
+	}
+	switch spec.Special {
+	case RefuseAlways:
+		return r.refuse(c, out, fmt.Sprintf("%s is refused by hms-proxy: %s", m.Name, spec.Why))
+	case DropOneway:
+		r.log.Warn("dropped fb303 control call; it never reaches a backend", "method", m.Name, "remote", c.conn.Remote)
+		if m.Type == wire.Oneway {
+			return out
+		}
+		return r.refuse(c, out, m.Name+" is not forwarded by hms-proxy")
+	case LocalSetUGI:
+		return r.setUGI(c, out)
+	case LocalCatalogs:
+		return r.localCatalogs(c, out)
+	case FanOutDatabases:
+		return r.fanOutDatabases(ctx, c, out)
+	case FanOutTableMeta:
+		return r.fanOutTableMeta(ctx, c, out)
+	}
+	return r.single(ctx, c, out)
+}
+
+// route is the namespace resolution of one request.
+type route struct {
+	cat      *Catalog
+	explicit bool
+	conflict []string
+	patches  []wire.Patch
+	dbs      []string // internal database names named by the request
+	tables   []string
+}
+
+func (rt *route) hint(c *Catalog) {
+	if rt.cat == nil || !rt.explicit {
+		rt.cat, rt.explicit = c, true
+		return
+	}
+	if rt.cat != c {
+		for _, n := range rt.conflict {
+			if n == c.Name {
+				return
+			}
+		}
+		if len(rt.conflict) == 0 {
+			rt.conflict = append(rt.conflict, rt.cat.Name)
+		}
+		rt.conflict = append(rt.conflict, c.Name)
+	}
+}
+
+// routeArgs walks the arguments once: it collects catalog hints and records
+// the inward rewrites (external → internal names).
+func (r *Router) routeArgs(spec *Spec, body []byte) (*route, error) {
+	rt := &route{}
+	if spec.Args == nil {
+		return rt, nil
+	}
+	ns := r.ns
+	err := wire.Walk(body, spec.Args, r.maxMsg, func(s *wire.Span) error {
+		val := string(s.Val)
+		switch s.Role {
+		case RoleDB, RoleDBPattern:
+			var c *Catalog
+			var db string
+			var explicit bool
+			if s.Role == RoleDBPattern {
+				c, db, explicit = ns.SplitPattern(val)
+			} else {
+				c, db, explicit = ns.SplitDB(val)
+			}
+			if explicit {
+				rt.hint(c)
+				rt.patches = append(rt.patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, db)})
+			}
+			rt.dbs = append(rt.dbs, db)
+		case RoleCatalog:
+			if c := ns.Lookup(val); c != nil {
+				rt.hint(c)
+				if val != c.BackendName {
+					rt.patches = append(rt.patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, c.BackendName)})
+				}
+			}
+		case RoleFullTable:
+			c, internal, explicit := ns.SplitFullTable(val)
+			if explicit {
+				rt.hint(c)
+				rt.patches = append(rt.patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, internal)})
+			}
+			if i := strings.IndexByte(internal, '.'); i > 0 {
+				rt.dbs = append(rt.dbs, internal[:i])
+				rt.tables = append(rt.tables, internal[i+1:])
+			}
+		case RoleTable:
+			rt.tables = append(rt.tables, val)
+		}
+		return nil
+	})
+	return rt, err
+}
+
+// single is the generic path: one call to one catalog.
+func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
+	m, spec := c.msg, c.spec
+	rt, err := r.routeArgs(spec, m.Body())
+	c.route = rt
+	if err != nil {
+		c.status = "error"
+		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppProtocolError,
+			fmt.Sprintf("%s: cannot read arguments: %v", m.Name, err))...)
+	}
+	if len(rt.conflict) > 0 {
+		if r.metrics != nil {
+			r.metrics.RoutingAmbiguous()
+		}
+		return r.refuse(c, out, fmt.Sprintf("%s is ambiguous: the request names catalogs %s; hms-proxy routes a call to exactly one catalog and does not guess",
+			m.Name, strings.Join(rt.conflict, " and ")))
+	}
+	if rt.cat == nil || !rt.explicit {
+		if rt.cat == nil && len(rt.dbs) == 0 && spec.Unrouted == Refuse {
+			return r.refuse(c, out, fmt.Sprintf("%s names no catalog or database; hms-proxy refuses namespace-less global writes in a multi-catalog deployment instead of guessing a target", m.Name))
+		}
+		rt.cat = r.ns.Default()
+		c.defaultRouted = true
+	}
+	cat := rt.cat
+	c.catalog, c.routed = cat.Name, true
+	pol := r.policies[cat]
+	if spec.IsWrite() {
+		if why := pol.writeRefusal(cat.Name, m.Name, rt.dbs); why != "" {
+			return r.refuse(c, out, why)
+		}
+	}
+	if pol.exposure.active() && spec.Family == MetadataRead {
+		if obj := pol.exposure.hidden(rt.dbs, rt.tables); obj != "" {
+			if r.metrics != nil {
+				r.metrics.FilteredObjects(m.Name, cat.Name, objectType(obj), 1)
+			}
+			return r.notFound(c, out, obj+" not found")
+		}
+	}
+	reqp := r.bufs.Get().(*[]byte)
+	req := wire.AppendHeader((*reqp)[:0], wire.Header{Name: m.Name, Type: m.Type, SeqID: m.SeqID})
+	req = wire.Apply(req, m.Body(), rt.patches)
+	retry := !spec.IsWrite()
+	reply, done, err := r.backends[cat].Call(ctx, req, m.Type == wire.Oneway, retry)
+	*reqp = req
+	r.bufs.Put(reqp)
+	if err != nil {
+		return r.backendError(c, cat, out, err)
+	}
+	if reply == nil { // oneway
+		return out
+	}
+	defer done()
+	return r.replyOutward(c, cat, reply, out)
+}
+
+// replyOutward relays a backend reply with names rewritten to the client's
+// view and hidden objects filtered out.
+func (r *Router) replyOutward(c *call, cat *Catalog, reply *wire.Message, out []byte) []byte {
+	m, spec := c.msg, c.spec
+	if reply.Type == wire.Exception {
+		c.status = "error"
+		if r.metrics != nil {
+			r.metrics.BackendFailure(cat.Name, "TApplicationException")
+		}
+		out = wire.AppendHeader(out, wire.Header{Name: m.Name, Type: wire.Exception, SeqID: m.SeqID})
+		return append(out, reply.Body()...)
+	}
+	body := reply.Body()
+	pol := r.policies[cat]
+	if pol.exposure.active() {
+		if f := listFilters[spec.Name]; f != nil {
+			filtered, n, err := pol.exposure.filterList(f, body, r.firstDB(c))
+			if err == nil && n > 0 {
+				body = filtered
+				if r.metrics != nil {
+					r.metrics.FilteredObjects(spec.Name, cat.Name, f.objectType, n)
+				}
+			}
+		}
+	}
+	out = wire.AppendHeader(out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID})
+	if spec.Result == nil {
+		return append(out, body...)
+	}
+	patches, err := r.outwardPatches(spec.Result, cat, body)
+	if err != nil {
+		c.status = "error"
+		out = out[:len(out)-len(wire.AppendHeader(nil, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}))]
+		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppInternalError,
+			fmt.Sprintf("%s: backend %s sent a reply hms-proxy cannot read: %v", m.Name, cat.Name, err))...)
+	}
+	if resultHasException(body) {
+		c.status = "error"
+	}
+	return wire.Apply(out, body, patches)
+}
+
+// outwardPatches computes internal → external rewrites of a result body.
+func (r *Router) outwardPatches(plan *wire.Plan, cat *Catalog, body []byte) ([]wire.Patch, error) {
+	var patches []wire.Patch
+	ns := r.ns
+	err := wire.Walk(body, plan, 0, func(s *wire.Span) error {
+		val := string(s.Val)
+		var ext string
+		switch s.Role {
+		case RoleDB:
+			ext = ns.ExternalDB(cat, val)
+		case RoleCatalog:
+			ext = ns.ExternalCatalog(cat, val)
+		case RoleFullTable:
+			ext = ns.ExternalFullTable(cat, val)
+		default:
+			return nil
+		}
+		if ext != val {
+			patches = append(patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, ext)})
+		}
+		return nil
+	})
+	return patches, err
+}
+
+// resultHasException reports whether a result struct carries a declared
+// exception (any field other than 0 "success").
+func resultHasException(body []byte) bool {
+	b := wire.Buf{B: body}
+	for {
+		t, id, err := b.FieldHeader()
+		if err != nil || t == wire.TStop {
+			return false
+		}
+		if id != 0 {
+			return true
+		}
+		if b.Skip(t, 0) != nil {
+			return false
+		}
+	}
+}
+
+func (r *Router) firstDB(c *call) string {
+	if c.route == nil || len(c.route.dbs) == 0 {
+		return ""
+	}
+	return c.route.dbs[0]
+}
+
+// refuse answers with the method's MetaException (or, when the method
+// declares none, a TApplicationException) carrying why.
+func (r *Router) refuse(c *call, out []byte, why string) []byte {
+	c.status = "error"
+	return r.declaredException(c, out, c.spec.MetaExcField, "MetaException", why)
+}
+
+func (r *Router) notFound(c *call, out []byte, why string) []byte {
+	c.status = "error"
+	if c.spec.NoSuchObjectField >= 0 {
+		return r.declaredException(c, out, c.spec.NoSuchObjectField, "NoSuchObjectException", why)
+	}
+	return r.declaredException(c, out, c.spec.MetaExcField, "MetaException", why)
+}
+
+func (r *Router) declaredException(c *call, out []byte, field int16, _ string, why string) []byte {
+	m := c.msg
+	if field < 0 {
+		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppInternalError, why)...)
+	}
+	body := wire.Struct(wire.Field{ID: field, V: wire.Struct(wire.Field{ID: 1, V: wire.Str(why)})})
+	return wire.AppendMessage(out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+}
+
+func (r *Router) backendError(c *call, cat *Catalog, out []byte, err error) []byte {
+	c.status = "error"
+	exc := "TTransportException"
+	if errors.Is(err, ErrPoolExhausted) {
+		exc = "PoolExhausted"
+	}
+	if r.metrics != nil {
+		r.metrics.BackendFailure(cat.Name, exc)
+	}
+	r.log.Warn("backend call failed", "method", c.msg.Name, "catalog", cat.Name, "err", err)
+	return r.declaredException(c, out, c.spec.MetaExcField, "MetaException",
+		fmt.Sprintf("hms-proxy: catalog %s backend failed for %s: %v", cat.Name, c.msg.Name, err))
+}
+
+// setUGI binds the caller's identity to the connection and answers as HMS
+// does (the group list). Impersonation of that user is a later step.
+func (r *Router) setUGI(c *call, out []byte) []byte {
+	m := c.msg
+	v, err := wire.DecodeStruct(m.Body())
+	if err != nil {
+		return r.refuse(c, out, "set_ugi: cannot read arguments: "+err.Error())
+	}
+	user := v.Field(1).String()
+	var groups []string
+	g := v.Field(2)
+	if g != nil {
+		for _, e := range g.Elems {
+			groups = append(groups, string(e.Str))
+		}
+	}
+	c.conn.mu.Lock()
+	c.conn.user, c.conn.groups = user, groups
+	c.conn.mu.Unlock()
+	list := wire.List(wire.TString)
+	for _, s := range groups {
+		list.Elems = append(list.Elems, wire.Str(s))
+	}
+	body := wire.Struct(wire.Field{ID: 0, V: list})
+	return wire.AppendMessage(out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+}
+
+// localCatalogs answers get_catalogs with the configured catalogs: catalog
+// ownership is policy-managed in the proxy config.
+func (r *Router) localCatalogs(c *call, out []byte) []byte {
+	m := c.msg
+	names := wire.List(wire.TString)
+	for _, cat := range r.ns.Catalogs() {
+		names.Elems = append(names.Elems, wire.Str(cat.Name))
+	}
+	body := wire.Struct(wire.Field{ID: 0, V: wire.Struct(wire.Field{ID: 1, V: names})})
+	return wire.AppendMessage(out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+}
