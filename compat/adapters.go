@@ -1,0 +1,623 @@
+package compat
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/hms-proxy/hms-proxy/compat/wire"
+	"github.com/hms-proxy/hms-proxy/thriftgen"
+)
+
+// Adapter serves one canonical method on a runtime that lacks it.
+type Adapter struct {
+	Method string // the canonical (client) method
+	To     string // the backend method it mainly calls (metrics: to_api)
+	Why    string
+	// Run maps the client's *_args to the client's *_result, calling the
+	// backend through c. Declared exceptions of backend calls come back in
+	// the client's result (same exception type, else MetaException).
+	Run func(c Caller, args *wire.Value) (wire.Value, error)
+	// only: runtimes the adapter is meant for; 0 = any runtime lacking Method.
+	only thriftgen.ProfileSet
+}
+
+func (a *Adapter) applies(r *Runtime) bool { return a.only == 0 || a.only.Has(r.Bit) }
+
+type key struct {
+	p      thriftgen.ProfileSet
+	method string
+}
+
+// adapters keyed by (runtime, method) apply even where the runtime has the
+// method (e.g. the lock-type downgrade); adaptersAny apply wherever the
+// runtime lacks the method.
+var (
+	adapters    = map[key]*Adapter{}
+	adaptersAny = map[string]*Adapter{}
+)
+
+const (
+	apacheOld = thriftgen.ProfileApache313 | thriftgen.ProfileHDP78 | thriftgen.ProfileHDP315
+	hive4     = thriftgen.ProfileApache410
+)
+
+func register(a *Adapter) {
+	if thriftgen.LookupMethod(a.Method) == nil || thriftgen.LookupMethod(a.To) == nil {
+		panic("compat: adapter names a method outside the canonical schema: " + a.Method + " -> " + a.To)
+	}
+	adaptersAny[a.Method] = a
+}
+
+func registerFor(p thriftgen.ProfileSet, a *Adapter) {
+	if thriftgen.LookupMethod(a.Method) == nil {
+		panic("compat: adapter names a method outside the canonical schema: " + a.Method)
+	}
+	for _, r := range runtimes {
+		if p.Has(r.Bit) {
+			adapters[key{r.Bit, a.Method}] = a
+		}
+	}
+}
+
+// Adapters lists every adapter (docs, tests).
+func Adapters() []*Adapter {
+	var out []*Adapter
+	for _, a := range adaptersAny {
+		out = append(out, a)
+	}
+	seen := map[*Adapter]bool{}
+	for _, a := range adapters {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// ---- helpers over the generic value tree --------------------------------
+
+// fid is the id of a named field of a struct in the canonical schema.
+func fid(structName, field string) int16 {
+	s := thriftgen.LookupStruct(structName)
+	if s == nil {
+		panic("compat: no struct " + structName)
+	}
+	f := s.FieldByName(field)
+	if f == nil {
+		panic("compat: no field " + structName + "." + field)
+	}
+	return f.ID
+}
+
+// move builds a struct from fields of src: pairs of (src id, dst id).
+func move(src *wire.Value, pairs ...int16) wire.Value {
+	out := wire.Struct()
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if f := src.Field(pairs[i]); f != nil {
+			out.Fields = append(out.Fields, wire.Field{ID: pairs[i+1], V: *f})
+		}
+	}
+	return out
+}
+
+func arg1(args *wire.Value) *wire.Value {
+	if a := args.Field(1); a != nil && a.Type == wire.TStruct {
+		return a
+	}
+	return &wire.Value{Type: wire.TStruct}
+}
+
+func isTrue(v *wire.Value) bool   { return v != nil && v.Int != 0 }
+func isSet(v *wire.Value) bool    { return v != nil && (v.Type != wire.TString || len(v.Str) > 0) }
+func positive(v *wire.Value) bool { return v != nil && v.Int > 0 }
+
+// result is the backend answer with the client's view of its exceptions.
+type result struct {
+	v      wire.Value
+	failed bool
+}
+
+// callInto calls the backend and, when it answered a declared exception,
+// returns the client result carrying that exception.
+func callInto(c Caller, client, backend string, args wire.Value) (result, error) {
+	v, err := c.Call(backend, args)
+	if err != nil {
+		return result{}, err
+	}
+	for _, f := range v.Fields {
+		if f.ID != 0 {
+			mapped, err := mapException(client, backend, f)
+			return result{v: mapped, failed: true}, err
+		}
+	}
+	return result{v: v}, nil
+}
+
+// mapException places a backend exception into the client's result: the
+// field of the same exception type, else the client's MetaException with
+// the original type named in the message.
+func mapException(client, backend string, f wire.Field) (wire.Value, error) {
+	cm, bm := thriftgen.LookupMethod(client), thriftgen.LookupMethod(backend)
+	typ := ""
+	if bf := bm.Result.FieldByID(f.ID); bf != nil {
+		typ = bf.Type.Name
+	}
+	var meta int16 = -1
+	for _, cf := range cm.Result.Fields {
+		if cf.ID == 0 || cf.Type.Kind != thriftgen.KindStruct {
+			continue
+		}
+		if cf.Type.Name == typ {
+			return wire.Struct(wire.Field{ID: cf.ID, V: f.V}), nil
+		}
+		if cf.Type.Name == "MetaException" {
+			meta = cf.ID
+		}
+	}
+	msg := typ + ": " + f.V.Field(1).String()
+	if meta < 0 {
+		// The client method declares neither that exception nor a
+		// MetaException: the router answers a TApplicationException.
+		return wire.Value{}, fmt.Errorf("backend %s failed: %s", backend, msg)
+	}
+	return wire.Struct(wire.Field{ID: meta, V: wire.Struct(wire.Field{ID: 1, V: wire.Str(msg)})}), nil
+}
+
+// success wraps a value as field 0 of a result.
+func success(v *wire.Value) wire.Value {
+	if v == nil {
+		return wire.Struct()
+	}
+	return wire.Struct(wire.Field{ID: 0, V: *v})
+}
+
+// simple builds the common adapter: positional args from the request
+// struct, one backend call, the backend's success wrapped (or not) back.
+func simple(method, to, why string, build func(req *wire.Value) (wire.Value, error), wrap func(s *wire.Value) wire.Value) *Adapter {
+	return &Adapter{Method: method, To: to, Why: why, Run: func(c Caller, args *wire.Value) (wire.Value, error) {
+		a, err := build(arg1(args))
+		if err != nil {
+			return wire.Value{}, err
+		}
+		r, err := callInto(c, method, to, a)
+		if err != nil || r.failed {
+			return r.v, err
+		}
+		if wrap == nil {
+			return r.v, nil
+		}
+		return success(ptr(wrap(r.v.Field(0)))), nil
+	}}
+}
+
+func ptr(v wire.Value) *wire.Value { return &v }
+
+// inStruct wraps the backend success as field id of a response struct.
+func inStruct(id int16) func(s *wire.Value) wire.Value {
+	return func(s *wire.Value) wire.Value {
+		if s == nil {
+			return wire.Struct()
+		}
+		return wire.Struct(wire.Field{ID: id, V: *s})
+	}
+}
+
+// emptyStruct answers a void backend call with an empty response struct.
+func emptyStruct(*wire.Value) wire.Value { return wire.Struct() }
+
+// fields picks fields of the request struct as positional arguments.
+func fields(pairs ...int16) func(r *wire.Value) (wire.Value, error) {
+	return func(r *wire.Value) (wire.Value, error) { return move(r, pairs...), nil }
+}
+
+// ---- the adapters --------------------------------------------------------
+
+func init() {
+	// Upgrades: Hive 4 servers no longer have these two positional reads,
+	// which Hive 2/3 and Spark clients still call.
+	register(&Adapter{Method: "get_table", To: "get_table_req", only: hive4,
+		Why: "removed in Hive 4; served by get_table_req",
+		Run: func(c Caller, args *wire.Value) (wire.Value, error) {
+			req := move(args, 1, fid("GetTableRequest", "dbName"), 2, fid("GetTableRequest", "tblName"))
+			r, err := callInto(c, "get_table", "get_table_req", wire.Struct(wire.Field{ID: 1, V: req}))
+			if err != nil || r.failed {
+				return r.v, err
+			}
+			return success(r.v.Field(0).Field(fid("GetTableResult", "table"))), nil
+		}})
+	register(&Adapter{Method: "get_table_objects_by_name", To: "get_table_objects_by_name_req", only: hive4,
+		Why: "removed in Hive 4; served by get_table_objects_by_name_req",
+		Run: func(c Caller, args *wire.Value) (wire.Value, error) {
+			req := move(args, 1, fid("GetTablesRequest", "dbName"), 2, fid("GetTablesRequest", "tblNames"))
+			r, err := callInto(c, "get_table_objects_by_name", "get_table_objects_by_name_req", wire.Struct(wire.Field{ID: 1, V: req}))
+			if err != nil || r.failed {
+				return r.v, err
+			}
+			tables := r.v.Field(0).Field(fid("GetTablesResult", "tables"))
+			if tables == nil {
+				tables = ptr(wire.List(wire.TStruct))
+			}
+			return success(tables), nil
+		}})
+
+	// Downgrades: Hive 4 (and HDP) request wrappers served by the positional
+	// methods of Apache 3.1.3 / HDP runtimes.
+	register(simple("get_database_req", "get_database", "Hive 4 wrapper; 3.1.3 has get_database(name)",
+		fields(fid("GetDatabaseRequest", "name"), 1), nil))
+	register(&Adapter{Method: "create_table_req", To: "create_table_with_environment_context",
+		Why: "Hive 4 wrapper; 3.1.3 has create_table_with_constraints / _with_environment_context",
+		Run: createTableReq})
+	register(simple("alter_table_req", "alter_table_with_environment_context",
+		"Hive 4 wrapper; 3.1.3 has alter_table_with_environment_context",
+		func(r *wire.Value) (wire.Value, error) {
+			if isSet(r.Field(fid("AlterTableRequest", "expectedParameterKey"))) {
+				return wire.Value{}, refused("alter_table_req with expectedParameterKey needs a Hive 4 backend: the older runtime cannot make the alter conditional")
+			}
+			if positive(r.Field(fid("AlterTableRequest", "writeId"))) {
+				return wire.Value{}, refused("alter_table_req with a writeId (transactional alter) needs a Hive 4 backend")
+			}
+			return move(r, fid("AlterTableRequest", "dbName"), 1, fid("AlterTableRequest", "tableName"), 2,
+				fid("AlterTableRequest", "table"), 3, fid("AlterTableRequest", "environmentContext"), 4), nil
+		}, emptyStruct))
+	register(simple("get_partitions_by_names_req", "get_partitions_by_names",
+		"Hive 4 wrapper; 3.1.3 has get_partitions_by_names",
+		func(r *wire.Value) (wire.Value, error) {
+			if isTrue(r.Field(fid("GetPartitionsByNamesRequest", "get_col_stats"))) {
+				return wire.Value{}, refused("get_partitions_by_names_req with get_col_stats=true needs a Hive 4 backend")
+			}
+			return move(r, 1, 1, 2, 2, 3, 3), nil
+		}, inStruct(fid("GetPartitionsByNamesResult", "partitions"))))
+	register(simple("get_partition_req", "get_partition", "Hive 4 wrapper; 3.1.3 has get_partition",
+		fields(fid("GetPartitionRequest", "dbName"), 1, fid("GetPartitionRequest", "tblName"), 2, fid("GetPartitionRequest", "partVals"), 3),
+		inStruct(fid("GetPartitionResponse", "partition"))))
+	register(simple("get_partitions_req", "get_partitions", "Hive 4 wrapper; 3.1.3 has get_partitions",
+		fields(fid("PartitionsRequest", "dbName"), 1, fid("PartitionsRequest", "tblName"), 2, fid("PartitionsRequest", "maxParts"), 3),
+		inStruct(fid("PartitionsResponse", "partitions"))))
+	register(simple("fetch_partition_names_req", "get_partition_names", "Hive 4 wrapper; 3.1.3 has get_partition_names",
+		fields(fid("PartitionsRequest", "dbName"), 1, fid("PartitionsRequest", "tblName"), 2, fid("PartitionsRequest", "maxParts"), 3), nil))
+	register(simple("get_partition_names_ps_req", "get_partition_names_ps", "Hive 4 wrapper; 3.1.3 has get_partition_names_ps",
+		fields(fid("GetPartitionNamesPsRequest", "dbName"), 1, fid("GetPartitionNamesPsRequest", "tblName"), 2,
+			fid("GetPartitionNamesPsRequest", "partValues"), 3, fid("GetPartitionNamesPsRequest", "maxParts"), 4),
+		inStruct(fid("GetPartitionNamesPsResponse", "names"))))
+	register(simple("get_partitions_ps_with_auth_req", "get_partitions_ps_with_auth", "Hive 4 wrapper; 3.1.3 has get_partitions_ps_with_auth",
+		func(r *wire.Value) (wire.Value, error) {
+			if isSet(r.Field(fid("GetPartitionsPsWithAuthRequest", "partNames"))) {
+				return wire.Value{}, refused("get_partitions_ps_with_auth_req with partNames needs a Hive 4 backend")
+			}
+			return move(r, fid("GetPartitionsPsWithAuthRequest", "dbName"), 1, fid("GetPartitionsPsWithAuthRequest", "tblName"), 2,
+				fid("GetPartitionsPsWithAuthRequest", "partVals"), 3, fid("GetPartitionsPsWithAuthRequest", "maxParts"), 4,
+				fid("GetPartitionsPsWithAuthRequest", "userName"), 5, fid("GetPartitionsPsWithAuthRequest", "groupNames"), 6), nil
+		}, inStruct(fid("GetPartitionsPsWithAuthResponse", "partitions"))))
+	register(simple("get_partitions_by_filter_req", "get_partitions_by_filter", "Hive 4 wrapper; 3.1.3 has get_partitions_by_filter",
+		fields(fid("GetPartitionsByFilterRequest", "dbName"), 1, fid("GetPartitionsByFilterRequest", "tblName"), 2,
+			fid("GetPartitionsByFilterRequest", "filter"), 3, fid("GetPartitionsByFilterRequest", "maxParts"), 4), nil))
+	register(simple("drop_table_req", "drop_table_with_environment_context", "Hive 4 wrapper; 3.1.3 has drop_table_with_environment_context",
+		fields(fid("DropTableRequest", "dbName"), 1, fid("DropTableRequest", "tableName"), 2,
+			fid("DropTableRequest", "deleteData"), 3, fid("DropTableRequest", "envContext"), 4), nil))
+	register(simple("truncate_table_req", "truncate_table", "Hive 4/HDP wrapper; 3.1.3 has truncate_table",
+		func(r *wire.Value) (wire.Value, error) {
+			if positive(r.Field(fid("TruncateTableRequest", "writeId"))) {
+				return wire.Value{}, refused("truncate_table_req with a writeId (transactional truncate) needs a Hive 4 or Hortonworks backend")
+			}
+			return move(r, 1, 1, 2, 2, 3, 3), nil
+		}, emptyStruct))
+	register(simple("rename_partition_req", "rename_partition", "Hive 4/HDP wrapper; 3.1.3 has rename_partition",
+		fields(fid("RenamePartitionRequest", "dbName"), 1, fid("RenamePartitionRequest", "tableName"), 2,
+			fid("RenamePartitionRequest", "partVals"), 3, fid("RenamePartitionRequest", "newPart"), 4), emptyStruct))
+	register(simple("alter_partitions_req", "alter_partitions_with_environment_context",
+		"Hive 4/HDP wrapper; 3.1.3 has alter_partitions_with_environment_context",
+		func(r *wire.Value) (wire.Value, error) {
+			if positive(r.Field(fid("AlterPartitionsRequest", "writeId"))) {
+				return wire.Value{}, refused("alter_partitions_req with a writeId (transactional alter) needs a Hive 4 or Hortonworks backend")
+			}
+			return move(r, fid("AlterPartitionsRequest", "dbName"), 1, fid("AlterPartitionsRequest", "tableName"), 2,
+				fid("AlterPartitionsRequest", "partitions"), 3, fid("AlterPartitionsRequest", "environmentContext"), 4), nil
+		}, emptyStruct))
+	register(&Adapter{Method: "append_partition_req", To: "append_partition_with_environment_context",
+		Why: "Hive 4 wrapper; 3.1.3 has append_partition(_by_name)_with_environment_context", Run: appendPartitionReq})
+	register(&Adapter{Method: "drop_partition_req", To: "drop_partition_with_environment_context",
+		Why: "Hive 4 wrapper; 3.1.3 has drop_partition(_by_name)_with_environment_context", Run: dropPartitionReq})
+	register(simple("get_fields_req", "get_fields_with_environment_context", "Hive 4 wrapper",
+		fields(fid("GetFieldsRequest", "dbName"), 1, fid("GetFieldsRequest", "tblName"), 2, fid("GetFieldsRequest", "envContext"), 3),
+		inStruct(fid("GetFieldsResponse", "fields"))))
+	register(simple("get_schema_req", "get_schema_with_environment_context", "Hive 4 wrapper",
+		fields(fid("GetSchemaRequest", "dbName"), 1, fid("GetSchemaRequest", "tblName"), 2, fid("GetSchemaRequest", "envContext"), 3),
+		inStruct(fid("GetSchemaResponse", "fields"))))
+	register(simple("create_database_req", "create_database", "Hive 4 wrapper; 3.1.3 has create_database(Database)",
+		func(r *wire.Value) (wire.Value, error) {
+			for _, f := range []string{"managedLocationUri", "dataConnectorName", "remote_dbname"} {
+				if isSet(r.Field(fid("CreateDatabaseRequest", f))) {
+					return wire.Value{}, refused("create_database_req with %s needs a Hive 4 backend: the older runtime's Database has no such field", f)
+				}
+			}
+			if t := r.Field(fid("CreateDatabaseRequest", "type")); t != nil && t.Int != 1 { // DatabaseType.NATIVE=1
+				return wire.Value{}, refused("create_database_req of a REMOTE database needs a Hive 4 backend")
+			}
+			db := move(r, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8)
+			return wire.Struct(wire.Field{ID: 1, V: db}), nil
+		}, emptyStruct))
+	register(&Adapter{Method: "drop_database_req", To: "drop_database", Why: "Hive 4 wrapper; 3.1.3 has drop_database(name, deleteData, cascade)",
+		Run: dropDatabaseReq})
+	register(simple("alter_database_req", "alter_database", "Hive 4 wrapper; 3.1.3 has alter_database(dbname, db)",
+		fields(1, 1, 2, 2), emptyStruct))
+	register(&Adapter{Method: "get_functions_req", To: "get_functions", Why: "Hive 4 wrapper; 3.1.3 has get_functions + get_function",
+		Run: getFunctionsReq})
+	register(simple("get_open_txns_req", "get_open_txns", "Hive 4 wrapper; 3.1.3 has get_open_txns (without txn-type exclusion)",
+		func(r *wire.Value) (wire.Value, error) {
+			if x := r.Field(1); x != nil && len(x.Elems) > 0 {
+				return wire.Value{}, refused("get_open_txns_req with excludeTxnTypes needs a Hive 4 backend")
+			}
+			return wire.Struct(), nil
+		}, nil))
+	for _, m := range []string{"update_table_column_statistics_req", "update_partition_column_statistics_req"} {
+		register(simple(m, "set_aggr_stats_for", "HDP/Hive 4 wrapper; 3.1.3 has set_aggr_stats_for(SetPartitionsStatsRequest)",
+			func(r *wire.Value) (wire.Value, error) {
+				if positive(r.Field(fid("SetPartitionsStatsRequest", "writeId"))) {
+					return wire.Value{}, refused("statistics update with a writeId (transactional table) needs a Hive 4 or Hortonworks backend")
+				}
+				req := move(r, 1, 1, 2, 2)
+				return wire.Struct(wire.Field{ID: 1, V: req}), nil
+			}, inStruct(fid("SetPartitionsStatsResponse", "result"))))
+	}
+	register(&Adapter{Method: "get_all_table_constraints", To: "get_primary_keys",
+		Why: "Hive 4 only; 3.1.3 answers the six constraint kinds one call each", Run: allTableConstraints})
+	register(&Adapter{Method: "delete_column_statistics_req", To: "delete_table_column_statistics",
+		Why: "Hive 4 only; 3.1.3 deletes statistics per column (and per partition)", Run: deleteColumnStatisticsReq})
+	register(&Adapter{Method: "get_max_allocated_table_write_id", To: "get_valid_write_ids",
+		Why: "Hive 4 only; the write-id high-water mark of get_valid_write_ids is the max allocated write id", Run: maxAllocatedWriteID})
+
+	// LockType.EXCL_WRITE (Hive 4) does not exist before Hive 4: the closest
+	// lock that is at least as strong is EXCLUSIVE.
+	registerFor(apacheOld, &Adapter{Method: "lock", To: "lock", Why: "EXCL_WRITE lock type is Hive 4 only; EXCLUSIVE is at least as strong",
+		Run: lockDowngrade})
+}
+
+func createTableReq(c Caller, args *wire.Value) (wire.Value, error) {
+	r := arg1(args)
+	constraints := false
+	for _, n := range []string{"primaryKeys", "foreignKeys", "uniqueConstraints", "notNullConstraints", "defaultConstraints", "checkConstraints"} {
+		if f := r.Field(fid("CreateTableRequest", n)); f != nil && len(f.Elems) > 0 {
+			constraints = true
+		}
+	}
+	tbl, env := fid("CreateTableRequest", "table"), fid("CreateTableRequest", "envContext")
+	if constraints {
+		if isSet(r.Field(env)) {
+			return wire.Value{}, refused("create_table_req with both constraints and an environment context needs a Hive 4 backend: 3.1.3 has no call taking both")
+		}
+		a := move(r, tbl, 1, 3, 2, 4, 3, 5, 4, 6, 5, 7, 6, 8, 7)
+		for id := int16(2); id <= 7; id++ { // 3.1.3 reads every constraint list; send empty ones
+			if a.Field(id) == nil {
+				a.Set(id, wire.List(wire.TStruct))
+			}
+		}
+		res, err := callInto(c, "create_table_req", "create_table_with_constraints", a)
+		return res.v, err
+	}
+	res, err := callInto(c, "create_table_req", "create_table_with_environment_context", move(r, tbl, 1, env, 2))
+	return res.v, err
+}
+
+func appendPartitionReq(c Caller, args *wire.Value) (wire.Value, error) {
+	r := arg1(args)
+	db, tb := fid("AppendPartitionsRequest", "dbName"), fid("AppendPartitionsRequest", "tableName")
+	name, vals, env := fid("AppendPartitionsRequest", "name"), fid("AppendPartitionsRequest", "partVals"), fid("AppendPartitionsRequest", "environmentContext")
+	var res result
+	var err error
+	if isSet(r.Field(name)) {
+		res, err = callInto(c, "append_partition_req", "append_partition_by_name_with_environment_context", move(r, db, 1, tb, 2, name, 3, env, 4))
+	} else {
+		res, err = callInto(c, "append_partition_req", "append_partition_with_environment_context", move(r, db, 1, tb, 2, vals, 3, env, 4))
+	}
+	return res.v, err
+}
+
+func dropPartitionReq(c Caller, args *wire.Value) (wire.Value, error) {
+	r := arg1(args)
+	db, tb := fid("DropPartitionRequest", "dbName"), fid("DropPartitionRequest", "tblName")
+	name, vals := fid("DropPartitionRequest", "partName"), fid("DropPartitionRequest", "partVals")
+	del, env := fid("DropPartitionRequest", "deleteData"), fid("DropPartitionRequest", "environmentContext")
+	var res result
+	var err error
+	if isSet(r.Field(name)) {
+		res, err = callInto(c, "drop_partition_req", "drop_partition_by_name_with_environment_context", move(r, db, 1, tb, 2, name, 3, del, 4, env, 5))
+	} else {
+		res, err = callInto(c, "drop_partition_req", "drop_partition_with_environment_context", move(r, db, 1, tb, 2, vals, 3, del, 4, env, 5))
+	}
+	return res.v, err
+}
+
+func dropDatabaseReq(c Caller, args *wire.Value) (wire.Value, error) {
+	r := arg1(args)
+	if isTrue(r.Field(fid("DropDatabaseRequest", "softDelete"))) {
+		return wire.Value{}, refused("drop_database_req with softDelete=true needs a Hive 4 backend")
+	}
+	a := move(r, fid("DropDatabaseRequest", "name"), 1, fid("DropDatabaseRequest", "deleteData"), 2, fid("DropDatabaseRequest", "cascade"), 3)
+	res, err := callInto(c, "drop_database_req", "drop_database", a)
+	if err == nil && res.failed && isTrue(r.Field(fid("DropDatabaseRequest", "ignoreUnknownDb"))) {
+		// ignoreUnknownDb: a missing database is not an error.
+		if res.v.Field(fid2("drop_database_req_result", "NoSuchObjectException")) != nil {
+			return wire.Struct(), nil
+		}
+	}
+	return res.v, err
+}
+
+// fid2 finds the result field of an exception type.
+func fid2(resultStruct, excType string) int16 {
+	for _, f := range thriftgen.LookupStruct(resultStruct).Fields {
+		if f.Type.Kind == thriftgen.KindStruct && f.Type.Name == excType {
+			return f.ID
+		}
+	}
+	return -1
+}
+
+func getFunctionsReq(c Caller, args *wire.Value) (wire.Value, error) {
+	r := arg1(args)
+	db, pat := fid("GetFunctionsRequest", "dbName"), fid("GetFunctionsRequest", "pattern")
+	a := move(r, db, 1, pat, 2)
+	if a.Field(2) == nil {
+		a.Set(2, wire.Str("*"))
+	}
+	res, err := callInto(c, "get_functions_req", "get_functions", a)
+	if err != nil || res.failed {
+		return res.v, err
+	}
+	names := res.v.Field(0)
+	if names == nil {
+		names = ptr(wire.List(wire.TString))
+	}
+	out := wire.Struct()
+	if isTrue(r.Field(fid("GetFunctionsRequest", "returnNames"))) {
+		out.Set(fid("GetFunctionsResponse", "function_names"), *names)
+		return success(&out), nil
+	}
+	fns := wire.List(wire.TStruct)
+	for _, n := range names.Elems {
+		fr, err := callInto(c, "get_functions_req", "get_function", wire.Struct(wire.Field{ID: 1, V: *r.Field(db)}, wire.Field{ID: 2, V: n}))
+		if err != nil || fr.failed {
+			return fr.v, err
+		}
+		if f := fr.v.Field(0); f != nil {
+			fns.Elems = append(fns.Elems, *f)
+		}
+	}
+	out.Set(fid("GetFunctionsResponse", "functions"), fns)
+	return success(&out), nil
+}
+
+func allTableConstraints(c Caller, args *wire.Value) (wire.Value, error) {
+	r := arg1(args)
+	db, tb, cat := r.Field(fid("AllTableConstraintsRequest", "dbName")), r.Field(fid("AllTableConstraintsRequest", "tblName")), r.Field(fid("AllTableConstraintsRequest", "catName"))
+	if db == nil || tb == nil {
+		return wire.Value{}, refused("get_all_table_constraints needs dbName and tblName")
+	}
+	catV := wire.Str("hive")
+	if cat != nil {
+		catV = *cat
+	}
+	type part struct {
+		method, reqStruct, respStruct, list, all string
+		req                                      wire.Value
+	}
+	std := func(method, reqS, respS, list, all string) part {
+		req := wire.Struct(wire.Field{ID: fid(reqS, "catName"), V: catV}, wire.Field{ID: fid(reqS, "db_name"), V: *db}, wire.Field{ID: fid(reqS, "tbl_name"), V: *tb})
+		return part{method, reqS, respS, list, all, req}
+	}
+	parts := []part{
+		{"get_primary_keys", "PrimaryKeysRequest", "PrimaryKeysResponse", "primaryKeys", "primaryKeys",
+			wire.Struct(wire.Field{ID: fid("PrimaryKeysRequest", "db_name"), V: *db}, wire.Field{ID: fid("PrimaryKeysRequest", "tbl_name"), V: *tb}, wire.Field{ID: fid("PrimaryKeysRequest", "catName"), V: catV})},
+		{"get_foreign_keys", "ForeignKeysRequest", "ForeignKeysResponse", "foreignKeys", "foreignKeys",
+			wire.Struct(wire.Field{ID: fid("ForeignKeysRequest", "foreign_db_name"), V: *db}, wire.Field{ID: fid("ForeignKeysRequest", "foreign_tbl_name"), V: *tb}, wire.Field{ID: fid("ForeignKeysRequest", "catName"), V: catV})},
+		std("get_unique_constraints", "UniqueConstraintsRequest", "UniqueConstraintsResponse", "uniqueConstraints", "uniqueConstraints"),
+		std("get_not_null_constraints", "NotNullConstraintsRequest", "NotNullConstraintsResponse", "notNullConstraints", "notNullConstraints"),
+		std("get_default_constraints", "DefaultConstraintsRequest", "DefaultConstraintsResponse", "defaultConstraints", "defaultConstraints"),
+		std("get_check_constraints", "CheckConstraintsRequest", "CheckConstraintsResponse", "checkConstraints", "checkConstraints"),
+	}
+	all := wire.Struct()
+	for _, p := range parts {
+		res, err := callInto(c, "get_all_table_constraints", p.method, wire.Struct(wire.Field{ID: 1, V: p.req}))
+		if err != nil || res.failed {
+			return res.v, err
+		}
+		if l := res.v.Field(0).Field(fid(p.respStruct, p.list)); l != nil {
+			all.Set(fid("SQLAllTableConstraints", p.all), *l)
+		}
+	}
+	resp := wire.Struct(wire.Field{ID: fid("AllTableConstraintsResponse", "allTableConstraints"), V: all})
+	return success(&resp), nil
+}
+
+func deleteColumnStatisticsReq(c Caller, args *wire.Value) (wire.Value, error) {
+	r := arg1(args)
+	db, tb := r.Field(fid("DeleteColumnStatisticsRequest", "db_name")), r.Field(fid("DeleteColumnStatisticsRequest", "tbl_name"))
+	if db == nil || tb == nil {
+		return wire.Value{}, refused("delete_column_statistics_req needs db_name and tbl_name")
+	}
+	engine := r.Field(fid("DeleteColumnStatisticsRequest", "engine"))
+	cols := []wire.Value{{}} // zero Value: "all columns" (argument left out)
+	if l := r.Field(fid("DeleteColumnStatisticsRequest", "col_names")); l != nil && len(l.Elems) > 0 {
+		cols = l.Elems
+	}
+	tableLevel := r.Field(fid("DeleteColumnStatisticsRequest", "tableLevel"))
+	parts := r.Field(fid("DeleteColumnStatisticsRequest", "part_names"))
+	ok := true
+	for _, col := range cols {
+		if tableLevel == nil || tableLevel.Int != 0 || parts == nil {
+			a := wire.Struct(wire.Field{ID: 1, V: *db}, wire.Field{ID: 2, V: *tb})
+			if col.Type != 0 {
+				a.Set(3, col)
+			}
+			if engine != nil {
+				a.Set(4, *engine)
+			}
+			res, err := callInto(c, "delete_column_statistics_req", "delete_table_column_statistics", a)
+			if err != nil || res.failed {
+				return res.v, err
+			}
+			ok = ok && isTrue(res.v.Field(0))
+			continue
+		}
+		for _, p := range parts.Elems {
+			a := wire.Struct(wire.Field{ID: 1, V: *db}, wire.Field{ID: 2, V: *tb}, wire.Field{ID: 3, V: p})
+			if col.Type != 0 {
+				a.Set(4, col)
+			}
+			if engine != nil {
+				a.Set(5, *engine)
+			}
+			res, err := callInto(c, "delete_column_statistics_req", "delete_partition_column_statistics", a)
+			if err != nil || res.failed {
+				return res.v, err
+			}
+			ok = ok && isTrue(res.v.Field(0))
+		}
+	}
+	return success(ptr(wire.Bool(ok))), nil
+}
+
+func maxAllocatedWriteID(c Caller, args *wire.Value) (wire.Value, error) {
+	r := arg1(args)
+	db, tb := r.Field(fid("MaxAllocatedTableWriteIdRequest", "dbName")), r.Field(fid("MaxAllocatedTableWriteIdRequest", "tableName"))
+	if db == nil || tb == nil {
+		return wire.Value{}, refused("get_max_allocated_table_write_id needs dbName and tableName")
+	}
+	full := string(db.Str) + "." + string(tb.Str)
+	// A snapshot with every transaction committed: the high-water mark of
+	// the answer is then the highest write id ever allocated.
+	snapshot := fmt.Sprintf("%d:%d::", int64(math.MaxInt64), int64(math.MaxInt64))
+	req := wire.Struct(wire.Field{ID: fid("GetValidWriteIdsRequest", "fullTableNames"), V: wire.List(wire.TString, wire.Str(full))},
+		wire.Field{ID: fid("GetValidWriteIdsRequest", "validTxnList"), V: wire.Str(snapshot)})
+	res, err := callInto(c, "get_max_allocated_table_write_id", "get_valid_write_ids", wire.Struct(wire.Field{ID: 1, V: req}))
+	if err != nil || res.failed {
+		return res.v, err
+	}
+	var hwm int64
+	if l := res.v.Field(0).Field(fid("GetValidWriteIdsResponse", "tblValidWriteIds")); l != nil {
+		for _, t := range l.Elems {
+			if strings.EqualFold(t.Field(fid("TableValidWriteIds", "fullTableName")).String(), full) {
+				hwm = t.Field(fid("TableValidWriteIds", "writeIdHighWaterMark")).Int
+			}
+		}
+	}
+	resp := wire.Struct(wire.Field{ID: fid("MaxAllocatedTableWriteIdResponse", "maxWriteId"), V: wire.I64(hwm)})
+	return success(&resp), nil
+}
+
+const lockTypeExclWrite, lockTypeExclusive = 4, 3
+
+func lockDowngrade(c Caller, args *wire.Value) (wire.Value, error) {
+	req := arg1(args)
+	if comps := req.Field(fid("LockRequest", "component")); comps != nil {
+		for i := range comps.Elems {
+			if t := comps.Elems[i].Field(fid("LockComponent", "type")); t != nil && t.Int == lockTypeExclWrite {
+				t.Int = lockTypeExclusive
+			}
+		}
+	}
+	res, err := callInto(c, "lock", "lock", *args)
+	return res.v, err
+}

@@ -1,0 +1,128 @@
+// Package compat is the version edge of hms-proxy. Every other layer sees one
+// canonical API (the union of Hive 3.1.3, 4.1.x and HDP 3.1.0.x); compat
+// decides, per runtime profile, how a canonical call reaches a backend that
+// speaks an older or newer dialect, and what identity a front door shows.
+//
+// A canonical call meets a backend runtime in one of four ways:
+//   - Native: the runtime has the method; the bytes go through unchanged.
+//   - Adapted: the runtime lacks it, and an adapter (below) says how to serve
+//     it with calls the runtime has (a *_req wrapper downgraded to its
+//     positional form, or a positional method upgraded to its *_req form).
+//   - HortonworksOnly: a Hortonworks method that only an HDP (or Hive 4)
+//     runtime can serve; refused elsewhere with a clear MetaException.
+//   - Unsupported: no safe mapping; the client gets UNKNOWN_METHOD.
+package compat
+
+import (
+	"fmt"
+
+	"github.com/hms-proxy/hms-proxy/compat/wire"
+	"github.com/hms-proxy/hms-proxy/thriftgen"
+)
+
+// Runtime is one profile as the compat layer sees it.
+type Runtime struct {
+	Name    string // configuration value, e.g. APACHE_3_1_3
+	Bit     thriftgen.ProfileSet
+	Version string // what getVersion answers for a front door of this profile
+	// Hortonworks runtimes carry the HDP-only methods.
+	Hortonworks bool
+}
+
+var runtimes = []*Runtime{
+	{Name: "APACHE_3_1_3", Bit: thriftgen.ProfileApache313, Version: "3.1.3"},
+	{Name: "APACHE_4_1_0", Bit: thriftgen.ProfileApache410, Version: "4.1.0"},
+	{Name: "HORTONWORKS_3_1_0_3_1_0_78", Bit: thriftgen.ProfileHDP78, Version: "3.1.0.3.1.0.0-78", Hortonworks: true},
+	{Name: "HORTONWORKS_3_1_0_3_1_5_6150_1", Bit: thriftgen.ProfileHDP315, Version: "3.1.0.3.1.5.6150-1", Hortonworks: true},
+}
+
+// Lookup returns the runtime of a profile name.
+func Lookup(name string) (*Runtime, error) {
+	for _, r := range runtimes {
+		if r.Name == name {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown runtime profile %q", name)
+}
+
+// Has reports whether the runtime's own API has the method.
+func (r *Runtime) Has(method string) bool {
+	m := thriftgen.LookupMethod(method)
+	return m != nil && m.Profiles.Has(r.Bit)
+}
+
+// Mode says how a canonical call reaches a runtime.
+type Mode uint8
+
+// The ways a call meets a runtime.
+const (
+	Native Mode = iota
+	Adapted
+	HortonworksOnly
+	Unsupported
+)
+
+// hortonworksOnly: Hortonworks methods that must reach a runtime that has
+// them as they are (Hive 4.1 has them too, with the same ids and types).
+var hortonworksOnly = map[string]bool{
+	"add_write_notification_log":                      true,
+	"get_tables_ext":                                  true,
+	"get_all_materialized_view_objects_for_rewriting": true,
+}
+
+// Plan says how method reaches runtime r, with the adapter when Adapted.
+func (r *Runtime) Plan(method string) (Mode, *Adapter) {
+	if a := adapters[key{r.Bit, method}]; a != nil {
+		return Adapted, a
+	}
+	if r.Has(method) {
+		return Native, nil
+	}
+	if a := adaptersAny[method]; a != nil && a.applies(r) {
+		return Adapted, a
+	}
+	if hortonworksOnly[method] {
+		return HortonworksOnly, nil
+	}
+	return Unsupported, nil
+}
+
+// UnsupportedMessage is the UNKNOWN_METHOD text for a call with no safe
+// mapping to the runtime.
+func UnsupportedMessage(method, catalog string, r *Runtime) string {
+	return fmt.Sprintf("Invalid method name: '%s' (catalog %s runs %s, which does not have it, and hms-proxy has no safe mapping for it)",
+		method, catalog, r.Name)
+}
+
+// HortonworksMessage is the MetaException text for an HDP-only method aimed
+// at a runtime without it.
+func HortonworksMessage(method, catalog string, r *Runtime) string {
+	return fmt.Sprintf("%s requires a Hortonworks backend runtime; catalog %s runs %s", method, catalog, r.Name)
+}
+
+// Caller sends one call to the backend: args is the method's *_args struct,
+// the answer its decoded *_result struct. A TApplicationException from the
+// backend is returned as *AppError.
+type Caller interface {
+	Call(method string, args wire.Value) (wire.Value, error)
+}
+
+// AppError is a TApplicationException answered by a backend.
+type AppError struct {
+	Type    int32
+	Message string
+}
+
+func (e *AppError) Error() string {
+	return fmt.Sprintf("TApplicationException %d: %s", e.Type, e.Message)
+}
+
+// RefusedError is an adapter's refusal to drop something it cannot carry.
+type RefusedError struct{ Reason string }
+
+func (e *RefusedError) Error() string { return e.Reason }
+
+func refused(format string, args ...any) error {
+	return &RefusedError{Reason: fmt.Sprintf(format, args...)}
+}
