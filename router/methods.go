@@ -67,6 +67,7 @@ const (
 	RefuseAlways            // create/drop/alter_catalog: policy-managed in config
 	LocalSetUGI             // set_ugi: identity binds to the connection
 	DropOneway              // fb303 shutdown/reinitialize never reach a backend
+	LocalVersion            // getVersion: the front door's profile identity
 )
 
 // Spec is one row of the method table.
@@ -101,7 +102,8 @@ type rule struct {
 
 var rules = []rule{
 	{family: AdminIntrospection, special: DropOneway, names: []string{"shutdown", "reinitialize"}},
-	{family: AdminIntrospection, names: []string{"getName", "getVersion", "getStatus", "getStatusDetails",
+	{family: AdminIntrospection, special: LocalVersion, names: []string{"getVersion"}},
+	{family: AdminIntrospection, names: []string{"getName", "getStatus", "getStatusDetails",
 		"getCounters", "getCounter", "setOption", "getOption", "getOptions", "getCpuProfile", "aliveSince",
 		"get_metastore_db_uuid", "flushCache"}},
 	{family: CompatibilityOnlyRPC, special: LocalSetUGI, names: []string{"set_ugi"}},

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/audit"
+	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/monitoring"
@@ -38,6 +39,7 @@ type Router struct {
 	table    *Table
 	backends map[*Catalog]*Backend
 	policies map[*Catalog]*Policy
+	runtimes map[*Catalog]*compat.Runtime
 	metrics  *monitoring.Metrics
 	audit    *audit.Logger
 	log      *slog.Logger
@@ -53,7 +55,7 @@ func New(opt Options) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Router{table: table, backends: map[*Catalog]*Backend{}, policies: map[*Catalog]*Policy{},
+	r := &Router{table: table, backends: map[*Catalog]*Backend{}, policies: map[*Catalog]*Policy{}, runtimes: map[*Catalog]*compat.Runtime{},
 		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: int(cfg.Server.MaxMessageSize)}
 	if r.log == nil {
 		r.log = slog.Default()
@@ -98,6 +100,9 @@ func New(opt Options) (*Router, error) {
 		}
 		r.backends[c] = b
 		r.policies[c] = newPolicy(cc)
+		if r.runtimes[c], err = compat.Lookup(string(cc.RuntimeProfile)); err != nil {
+			return nil, fmt.Errorf("catalog.%s.runtime-profile: %v", c.Name, err)
+		}
 	}
 	return r, nil
 }
@@ -129,6 +134,7 @@ func (r *Router) Close() {
 type Frontend struct {
 	Name    string
 	Profile thriftgen.ProfileSet
+	Runtime *compat.Runtime // identity (getVersion); nil = forward
 }
 
 // Allows reports whether the listener's profile has the method.
@@ -247,6 +253,11 @@ func (r *Router) dispatch(ctx context.Context, c *call, out []byte) []byte {
 		return r.setUGI(c, out)
 	case LocalCatalogs:
 		return r.localCatalogs(c, out)
+	case LocalVersion:
+		if fe := c.conn.Frontend; fe != nil && fe.Runtime != nil {
+			body := wire.Struct(wire.Field{ID: 0, V: wire.Str(fe.Runtime.Version)})
+			return wire.AppendMessage(out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+		}
 	case FanOutDatabases:
 		return r.fanOutDatabases(ctx, c, out)
 	case FanOutTableMeta:
@@ -373,6 +384,16 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 			return r.notFound(c, out, obj+" not found")
 		}
 	}
+	runtime := r.runtimes[cat]
+	switch mode, ad := runtime.Plan(spec.Name); mode {
+	case compat.Adapted:
+		return r.adapted(ctx, c, cat, ad, wire.Apply(nil, m.Body(), rt.patches), out)
+	case compat.HortonworksOnly:
+		return r.refuse(c, out, compat.HortonworksMessage(m.Name, cat.Name, runtime))
+	case compat.Unsupported:
+		c.status = "error"
+		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppUnknownMethod, compat.UnsupportedMessage(m.Name, cat.Name, runtime))...)
+	}
 	reqp := r.bufs.Get().(*[]byte)
 	req := wire.AppendHeader((*reqp)[:0], wire.Header{Name: m.Name, Type: m.Type, SeqID: m.SeqID})
 	req = wire.Apply(req, m.Body(), rt.patches)
@@ -381,6 +402,9 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 	*reqp = req
 	r.bufs.Put(reqp)
 	if err != nil {
+		if optionalReads[spec.Name] {
+			return r.fallbackEmpty(c, out, "error")
+		}
 		return r.backendError(c, cat, out, err)
 	}
 	if reply == nil { // oneway
@@ -395,6 +419,14 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 func (r *Router) replyOutward(c *call, cat *Catalog, reply *wire.Message, out []byte) []byte {
 	m, spec := c.msg, c.spec
 	if reply.Type == wire.Exception {
+		if optionalReads[spec.Name] {
+			return r.fallbackEmpty(c, out, "error")
+		}
+		if emptyCompatible(spec) {
+			if typ, _, err := wire.ParseAppException(reply.Body()); err == nil && typ == wire.AppUnknownMethod {
+				return r.fallbackEmpty(c, out, "unknown_method")
+			}
+		}
 		c.status = "error"
 		if r.metrics != nil {
 			r.metrics.BackendFailure(cat.Name, "TApplicationException")
@@ -557,4 +589,13 @@ func (r *Router) localCatalogs(c *call, out []byte) []byte {
 	}
 	body := wire.Struct(wire.Field{ID: 0, V: wire.Struct(wire.Field{ID: 1, V: names})})
 	return wire.AppendMessage(out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+}
+
+// fallbackEmpty answers the empty compatibility response and counts it.
+func (r *Router) fallbackEmpty(c *call, out []byte, why string) []byte {
+	c.status, c.fallback = "fallback", true
+	if r.metrics != nil {
+		r.metrics.BackendFallback(c.msg.Name, c.msg.Name, "empty_"+why)
+	}
+	return r.emptyReply(c, out)
 }

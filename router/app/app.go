@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hms-proxy/hms-proxy/audit"
+	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/router"
@@ -58,7 +59,8 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 	}
 	for _, fc := range cfg.Frontends() {
 		prof, ok := thriftgen.ProfileByName(string(fc.Profile))
-		if !ok {
+		runtime, err := compat.Lookup(string(fc.Profile))
+		if !ok || err != nil {
 			return nil, fmt.Errorf("frontend %q: unknown profile %s", fc.Name, fc.Profile)
 		}
 		name := fc.Name
@@ -71,7 +73,7 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 			KeepAlive: fc.TCPKeepAlive, KeepAliveIdle: fc.TCPKeepAliveIdle,
 			KeepAliveInterval: fc.TCPKeepAliveInterval, KeepAliveCount: fc.TCPKeepAliveCount,
 			Framed: fc.FramedTransport, MaxMessage: int(fc.MaxMessageSize)},
-			&router.Frontend{Name: name, Profile: prof}, a.Router, log,
+			&router.Frontend{Name: name, Profile: prof, Runtime: runtime}, a.Router, log,
 			frontdoor.Hooks{
 				BadInput: func(reason string) { m.BadFrame(name, reason) },
 				Connections: func(d int) {

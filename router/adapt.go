@@ -1,0 +1,132 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hms-proxy/hms-proxy/compat"
+	"github.com/hms-proxy/hms-proxy/compat/wire"
+	"github.com/hms-proxy/hms-proxy/thriftgen"
+)
+
+// backendCaller lets compat adapters call one catalog's backend.
+type backendCaller struct {
+	ctx context.Context
+	b   *Backend
+	seq int32
+}
+
+func (bc *backendCaller) Call(method string, args wire.Value) (wire.Value, error) {
+	bc.seq++
+	req := wire.AppendMessage(nil, wire.Header{Name: method, Type: wire.Call, SeqID: bc.seq}, &args)
+	reply, done, err := bc.b.Call(bc.ctx, req, false, false)
+	if err != nil {
+		return wire.Value{}, err
+	}
+	defer done()
+	if reply.Type == wire.Exception {
+		typ, msg, _ := wire.ParseAppException(reply.Body())
+		return wire.Value{}, &compat.AppError{Type: typ, Message: msg}
+	}
+	return wire.DecodeStruct(reply.Body())
+}
+
+// adapted serves a call through a compat adapter: the (already
+// internalized) arguments are decoded, mapped to what the backend runtime
+// speaks, and the answer mapped back to the client's result, then rewritten
+// outward as any reply.
+func (r *Router) adapted(ctx context.Context, c *call, cat *Catalog, ad *compat.Adapter, args []byte, out []byte) []byte {
+	m := c.msg
+	v, err := wire.DecodeStruct(args)
+	if err != nil {
+		c.status = "error"
+		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppProtocolError, m.Name+": cannot read arguments: "+err.Error())...)
+	}
+	res, err := ad.Run(&backendCaller{ctx: ctx, b: r.backends[cat]}, &v)
+	rt := r.runtimes[cat]
+	if r.metrics != nil {
+		r.metrics.BackendFallback(m.Name, m.Name, ad.To)
+	}
+	c.fallback = true
+	if err != nil {
+		var refused *compat.RefusedError
+		var app *compat.AppError
+		switch {
+		case errors.As(err, &refused):
+			return r.refuse(c, out, fmt.Sprintf("%s on catalog %s (%s): %s", m.Name, cat.Name, rt.Name, refused.Reason))
+		case errors.As(err, &app):
+			c.status = "error"
+			if r.metrics != nil {
+				r.metrics.BackendFailure(cat.Name, "TApplicationException")
+			}
+			return append(out, wire.AppException(m.Name, m.SeqID, app.Type, app.Message)...)
+		}
+		return r.backendError(c, cat, out, err)
+	}
+	reply := &wire.Message{Header: wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}}
+	reply.Raw = res.Encode()
+	return r.replyOutward(c, cat, reply, out)
+}
+
+// optionalReads answer empty on any backend failure: they only carry
+// optional workload-management and diagnostic data.
+var optionalReads = map[string]bool{"get_active_resource_plan": true, "get_all_resource_plans": true, "get_runtime_stats": true}
+
+// emptyCompatible reports whether an UNKNOWN_METHOD from the backend may be
+// answered with an empty result: read-only service APIs (notifications,
+// privilege introspection, token/key listings, txn/lock/compaction status).
+func emptyCompatible(s *Spec) bool {
+	if s.IsWrite() || s.Method.Result == nil {
+		return false
+	}
+	switch s.Family {
+	case ServiceGlobalRead, ACIDIDBoundLifecycle, AdminIntrospection:
+		return true
+	}
+	return false
+}
+
+// emptyReply builds the empty compatibility answer of a method: its success
+// value with every required field at its zero value.
+func (r *Router) emptyReply(c *call, out []byte) []byte {
+	m := c.msg
+	body := wire.Struct()
+	if f := c.spec.Method.Result.FieldByID(0); f != nil {
+		body.Set(0, zeroValue(f.Type, 0))
+	}
+	return wire.AppendMessage(out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+}
+
+func zeroValue(t *thriftgen.Type, depth int) wire.Value {
+	switch t.Kind {
+	case thriftgen.KindString, thriftgen.KindBinary:
+		return wire.Value{Type: wire.TString}
+	case thriftgen.KindList, thriftgen.KindSet:
+		return wire.Value{Type: wire.WireType(t), ElemType: wire.WireType(t.Elem)}
+	case thriftgen.KindMap:
+		return wire.Value{Type: wire.TMap, KeyType: wire.WireType(t.Key), ElemType: wire.WireType(t.Value)}
+	case thriftgen.KindStruct:
+		v := wire.Struct()
+		if s := thriftgen.LookupStruct(t.Name); s != nil && depth < 8 {
+			for _, f := range s.Fields {
+				if requiredSomewhere(f) {
+					v.Fields = append(v.Fields, wire.Field{ID: f.ID, V: zeroValue(f.Type, depth+1)})
+				}
+			}
+		}
+		return v
+	}
+	return wire.Value{Type: wire.WireType(t)}
+}
+
+// requiredSomewhere: a field any profile requires must be present, or that
+// profile's client fails to read the answer.
+func requiredSomewhere(f *thriftgen.Field) bool {
+	for _, p := range []thriftgen.ProfileSet{thriftgen.ProfileApache313, thriftgen.ProfileApache410, thriftgen.ProfileHDP78, thriftgen.ProfileHDP315} {
+		if f.RequirednessIn(p) == thriftgen.RequirednessRequired {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Prepares the real-Hive test bed in the cache (HMS_PROXY_CACHE, default <repo>/.cache), once:
+#   m2/               Maven's local repository (everything comes from Maven Central)
+#   lib/<version>/    runtime jars of the metastore and of the client (mvn dependency:copy-dependencies)
+#   build/<version>/  hmsbed-driver.jar (the scenario driver compiled against that Hive) and the unpacked schema scripts
+#   home/<version>/   METASTORE_HOME for Hive's schema tool (scripts/metastore/upgrade/derby)
+#   derby/<version>/  metastore_db: a Derby database initialised by Hive's own schema tool, copied for every metastore
+#   ready/<version>   marker: hash of everything the above is built from; matching marker = nothing to do
+# Usage: prepare.sh [VERSION...]   (default: 3.1.3 4.1.0). Safe to run concurrently (file lock).
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CACHE=${HMS_PROXY_CACHE:-$REPO/.cache}
+mkdir -p "$CACHE"
+CACHE=$(cd "$CACHE" && pwd)
+VERSIONS=("$@")
+[ ${#VERSIONS[@]} -gt 0 ] || VERSIONS=(3.1.3 4.1.0)
+
+say() { echo "prepare: $*"; }
+die() { echo "prepare: ERROR: $*" >&2; exit 1; }
+
+# --- tools -------------------------------------------------------------------------------------------------------
+need() { # need COMMAND DEBIAN-PACKAGE
+  command -v "$1" >/dev/null 2>&1 && return 0
+  echo "prepare: ERROR: '$1' is not installed. Install it with:" >&2
+  echo "    sudo apt-get update && sudo apt-get install -y $2" >&2
+  echo "  (make test installs everything listed in testbed/apt-packages.txt by itself)" >&2
+  exit 3
+}
+need java openjdk-17-jdk-headless
+need javac openjdk-17-jdk-headless
+need mvn maven
+need flock util-linux
+need sha256sum coreutils
+java_major=$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
+case "$java_major" in
+  1.*|9|1[0-6]) die "java $java_major is too old: Hive 4.1.0 needs Java 17 (sudo apt-get install -y openjdk-17-jdk-headless)";;
+esac
+if ! getent hosts "$(hostname)" >/dev/null 2>&1; then
+  say "WARNING: this machine's hostname '$(hostname)' does not resolve; Hive's transaction handler needs it (add it to /etc/hosts)"
+fi
+
+mkdir -p "$CACHE/logs" "$CACHE/ready"
+exec 9>"$CACHE/prepare.lock"
+if ! flock -w 1800 9; then die "another prepare.sh holds $CACHE/prepare.lock for more than 30 minutes"; fi
+
+# --- helpers -----------------------------------------------------------------------------------------------------
+jvm_flags() { grep -v -e '^\s*#' -e '^\s*$' "$REPO/testbed/jvm/$1.flags"; }
+
+# explain a Maven failure: which artifact, what cause (from the build log)
+maven_failed() { # maven_failed VERSION POM LOG
+  echo "prepare: ERROR: Maven could not build the Hive $1 test bed ($2)." >&2
+  local causes
+  causes=$(grep -E "Could not (find|resolve|transfer) artifact|Failed to read artifact descriptor|Could not resolve dependencies|Non-resolvable|Failed to collect dependencies|Unknown host|Connection (refused|timed out)|COMPILATION ERROR|\.java:\[[0-9]+" "$3" \
+    | sed -e 's/^\[ERROR\] *//' | sort -u | head -15 || true)
+  if [ -n "$causes" ]; then
+    echo "prepare: cause (artifact and reason as Maven reports them):" >&2
+    echo "$causes" | sed 's/^/    /' >&2
+  else
+    grep -E '^\[ERROR\]' "$3" | head -15 | sed 's/^/    /' >&2 || true
+  fi
+  echo "prepare: full Maven log: $3" >&2
+  exit 1
+}
+
+schema_tool() { # schema_tool VERSION CLASS ARGS...
+  local v=$1 cls=$2; shift 2
+  local -a flags
+  mapfile -t flags < <(jvm_flags "$v")
+  METASTORE_HOME="$CACHE/home/$v" java -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${flags[@]}" \
+    -Dderby.stream.error.file="$CACHE/logs/derby-schematool-$v.log" \
+    -cp "$CACHE/lib/$v/*" "$cls" -dbType derby \
+    -url "jdbc:derby:;databaseName=$CACHE/derby/$v/metastore_db;create=true" \
+    -driver org.apache.derby.jdbc.EmbeddedDriver -userName APP -passWord mine "$@"
+}
+
+prepare_version() {
+  local v=$1 pom schema_class expect_schema
+  case "$v" in
+    3.1.3) pom=testbed/java/hive3; schema_class=org.apache.hadoop.hive.metastore.tools.MetastoreSchemaTool; expect_schema=3.1.0;;
+    4.1.0) pom=testbed/java/hive4; schema_class=org.apache.hadoop.hive.metastore.tools.schematool.MetastoreSchemaTool; expect_schema=4.1.0;;
+    *) die "unknown Hive version '$v' (known: 3.1.3 4.1.0)";;
+  esac
+  local hash
+  hash=$(cd "$REPO" && { cat "$pom/pom.xml" testbed/bin/prepare.sh "testbed/jvm/$v.flags" testbed/sql/*.sql;
+                          find testbed/java/driver -type f -name '*.java' | sort | xargs cat; } | sha256sum | cut -c1-32)
+  local marker="$CACHE/ready/$v"
+  if [ -f "$marker" ] && [ "$(cat "$marker")" = "$hash" ] && [ -f "$CACHE/build/$v/hmsbed-driver.jar" ] \
+     && [ -d "$CACHE/derby/$v/metastore_db" ] && [ -n "$(ls -A "$CACHE/lib/$v" 2>/dev/null)" ]; then
+    say "Hive $v: ready (cached in $CACHE)"
+    return 0
+  fi
+  local t0=$SECONDS
+  rm -f "$marker"
+  rm -rf "$CACHE/build/$v" "$CACHE/lib/$v" "$CACHE/home/$v" "$CACHE/derby/$v"
+
+  say "Hive $v: resolving jars from Maven Central and building the driver (log: $CACHE/logs/mvn-$v.log)"
+  if ! (cd "$REPO/$pom" && mvn -B -e -Dmaven.repo.local="$CACHE/m2" -Dhmsbed.out="$CACHE/build/$v" \
+          -Dhmsbed.lib="$CACHE/lib/$v" package) >"$CACHE/logs/mvn-$v.log" 2>&1; then
+    maven_failed "$v" "$pom/pom.xml" "$CACHE/logs/mvn-$v.log"
+  fi
+  [ -f "$CACHE/build/$v/hmsbed-driver.jar" ] || die "Hive $v: Maven succeeded but built no driver jar (see $CACHE/logs/mvn-$v.log)"
+
+  # METASTORE_HOME for the schema tool: the Derby scripts from the published bin tarball
+  local scripts
+  scripts=$(find "$CACHE/build/$v/scripts" -type d -path '*/scripts/metastore/upgrade/derby' | head -1)
+  [ -n "$scripts" ] || die "Hive $v: no scripts/metastore/upgrade/derby in the unpacked bin tarball ($CACHE/build/$v/scripts)"
+  mkdir -p "$CACHE/home/$v/scripts/metastore/upgrade"
+  cp -r "$scripts" "$CACHE/home/$v/scripts/metastore/upgrade/derby"
+
+  say "Hive $v: creating the Derby schema with Hive's schema tool (log: $CACHE/logs/schematool-$v.log)"
+  mkdir -p "$CACHE/derby/$v"
+  : >"$CACHE/logs/schematool-$v.log"
+  if [ "$v" = 4.1.0 ]; then
+    # Only the 4.0.1 bin tarball (schema 4.0.0) is published: initialise 4.0.0 with the 4.1.0 tool, then let the
+    # tool apply the 4.0.0 -> 4.1.0 change (testbed/sql/upgrade-4.0.0-to-4.1.0.derby.sql).
+    cp "$REPO/testbed/sql/upgrade-4.0.0-to-4.1.0.derby.sql" "$CACHE/home/$v/scripts/metastore/upgrade/derby/"
+    grep -qx '4.0.0-to-4.1.0' "$CACHE/home/$v/scripts/metastore/upgrade/derby/upgrade.order.derby" \
+      || echo '4.0.0-to-4.1.0' >>"$CACHE/home/$v/scripts/metastore/upgrade/derby/upgrade.order.derby"
+    schema_tool "$v" "$schema_class" -initSchemaTo 4.0.0 >>"$CACHE/logs/schematool-$v.log" 2>&1 \
+      && schema_tool "$v" "$schema_class" -upgradeSchemaFrom 4.0.0 >>"$CACHE/logs/schematool-$v.log" 2>&1 \
+      || { tail -40 "$CACHE/logs/schematool-$v.log" >&2; die "Hive $v: schema tool failed (log: $CACHE/logs/schematool-$v.log)"; }
+  else
+    schema_tool "$v" "$schema_class" -initSchema >>"$CACHE/logs/schematool-$v.log" 2>&1 \
+      || { tail -40 "$CACHE/logs/schematool-$v.log" >&2; die "Hive $v: schema tool failed (log: $CACHE/logs/schematool-$v.log)"; }
+  fi
+  local info
+  info=$(schema_tool "$v" "$schema_class" -info 2>&1 | tee -a "$CACHE/logs/schematool-$v.log" | sed -n 's/^Metastore schema version:[[:space:]]*//p')
+  [ "$info" = "$expect_schema" ] || die "Hive $v: schema tool reports schema version '$info', expected $expect_schema (log: $CACHE/logs/schematool-$v.log)"
+
+  echo "$hash" >"$marker"
+  say "Hive $v: ready in $((SECONDS - t0)) s ($(ls "$CACHE/lib/$v" | wc -l) jars, schema $info)"
+}
+
+for v in "${VERSIONS[@]}"; do
+  prepare_version "$v"
+done
