@@ -1,0 +1,533 @@
+package testbed
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Metastore is one real Hive metastore JVM on 127.0.0.1:Port with its own Derby database and warehouse under Dir.
+// Its log is Dir/metastore.log.
+type Metastore struct {
+	Version Version
+	Port    int
+	URI     string // thrift://127.0.0.1:PORT
+	Dir     string
+
+	mu   sync.Mutex
+	proc *jvm
+}
+
+// RunProperty is the system property put on every JVM the test bed starts; its value is the run marker
+// (env HMS_PROXY_TESTBED_RUN, else random per process), so leftovers can be found in /proc/*/cmdline.
+const RunProperty = "hmsproxy.testbed.run"
+
+// runIDEnv lets a parent process choose the run marker of a child test process.
+const runIDEnv = "HMS_PROXY_TESTBED_RUN"
+
+var runID = func() string {
+	if v := os.Getenv(runIDEnv); v != "" {
+		return v
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return strconv.Itoa(os.Getpid())
+	}
+	return hex.EncodeToString(b[:])
+}()
+
+// RunID returns the marker value of RunProperty on the JVMs started by this process.
+func RunID() string { return runID }
+
+// Memory and start-up flags of a metastore JVM: 512 MiB heap (a metastore with Derby settles around 250-300 MiB
+// resident), the serial collector (no GC threads fighting over 2 cores) and C1 only (faster start, plenty for tests).
+var metastoreJVM = []string{"-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"}
+
+// startTimeout bounds the wait for a metastore to answer get_all_databases (env HMS_PROXY_START_TIMEOUT overrides).
+func startTimeout() time.Duration {
+	if s := os.Getenv("HMS_PROXY_START_TIMEOUT"); s != "" {
+		if d, err := time.ParseDuration(s); err == nil && d > 0 {
+			return d
+		}
+	}
+	return 180 * time.Second
+}
+
+// Lines in a metastore log that mean start-up failed even if the JVM stays alive (Hive leaves non-daemon threads).
+var fatalMarkers = []string{
+	"Address already in use",
+	"HMSHandler Fatal error",
+	"Metastore Thrift Server threw an exception",
+	"Error starting Hive Metastore",
+}
+
+// errPortTaken marks a start that lost its port to another process; StartMetastore retries with another port.
+var errPortTaken = errors.New("port already in use")
+
+// StartMetastore starts a real Hive metastore of version v and waits until it answers a Thrift call.
+// Stop it with Stop (TestMain users: also on every exit path). Errors carry the tail of the metastore log.
+func StartMetastore(v Version) (*Metastore, error) {
+	if err := v.valid(); err != nil {
+		return nil, err
+	}
+	if err := Prepare(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(runRoot(), 0o755); err != nil {
+		return nil, fmt.Errorf("testbed: %w", err)
+	}
+	sweepRunDirs()
+	dir, err := os.MkdirTemp(runRoot(), "hive-"+string(v)+"-")
+	if err != nil {
+		return nil, fmt.Errorf("testbed: %w", err)
+	}
+	m := &Metastore{Version: v, Dir: dir}
+	if err := m.initDir(); err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for attempt := 0; attempt < 4; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		m.Port = port
+		m.URI = fmt.Sprintf("thrift://127.0.0.1:%d", port)
+		if lastErr = m.start(); lastErr == nil {
+			return m, nil
+		}
+		if !errors.Is(lastErr, errPortTaken) {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+// StartMetastoreT starts a metastore for a test; t.Cleanup stops it (and removes its Dir if the test passed).
+// Fails t when the metastore cannot start; skips t only when HMS_PROXY_SKIP_REAL_HIVE=1.
+func StartMetastoreT(t testing.TB, v Version) *Metastore {
+	t.Helper()
+	skipIfRequested(t)
+	m, err := StartMetastore(v)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if err := m.Stop(); err != nil {
+			t.Errorf("%v", err)
+		}
+		if t.Failed() {
+			t.Logf("Hive %s metastore files kept for inspection: %s", m.Version, m.Dir)
+		} else {
+			os.RemoveAll(m.Dir)
+		}
+	})
+	return m
+}
+
+// Stop stops the metastore: SIGTERM to its process group, SIGKILL after 15 s. Idempotent. Reports an error if the
+// metastore had already died on its own.
+func (m *Metastore) Stop() error {
+	m.mu.Lock()
+	p := m.proc
+	m.proc = nil
+	m.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	diedBefore := p.exited()
+	p.stop(15 * time.Second)
+	if diedBefore {
+		return fmt.Errorf("testbed: Hive %s metastore %s had exited on its own (%v); log %s:\n%s",
+			m.Version, m.URI, p.err, m.logPath(), tailFile(m.logPath(), 40))
+	}
+	return nil
+}
+
+// Restart stops the metastore and starts it again on the same port with the same Derby database (data kept).
+func (m *Metastore) Restart() error {
+	if err := m.Stop(); err != nil {
+		return err
+	}
+	var err error
+	for attempt := 0; attempt < 10; attempt++ {
+		if err = m.start(); !errors.Is(err, errPortTaken) {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+	return err
+}
+
+func (m *Metastore) logPath() string { return filepath.Join(m.Dir, "metastore.log") }
+
+// initDir fills Dir: a copy of the Derby schema template, warehouse folders, the log configuration, the owner file.
+func (m *Metastore) initDir() error {
+	if err := copyTree(derbyTemplate(m.Version), filepath.Join(m.Dir, "metastore_db")); err != nil {
+		return fmt.Errorf("testbed: copying the Derby schema template of Hive %s (run testbed/bin/prepare.sh): %w",
+			m.Version, err)
+	}
+	for _, d := range []string{"warehouse", "external", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(m.Dir, d), 0o755); err != nil {
+			return fmt.Errorf("testbed: %w", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(m.Dir, "log4j2.properties"), []byte(log4j2Config), 0o644); err != nil {
+		return fmt.Errorf("testbed: %w", err)
+	}
+	return writeOwner(m.Dir)
+}
+
+// log4j2Config sends the metastore's log (INFO, DataNucleus at WARN) to stdout, which goes to Dir/metastore.log.
+const log4j2Config = `status = error
+name = hmsbed
+appender.out.type = Console
+appender.out.name = out
+appender.out.target = SYSTEM_OUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %m%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = out
+logger.dn.name = DataNucleus
+logger.dn.level = WARN
+logger.dn2.name = org.datanucleus
+logger.dn2.level = WARN
+`
+
+// conf returns the metastore settings (passed as --hiveconf key=value).
+func (m *Metastore) conf() []string {
+	c := []string{
+		"javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName=" + filepath.Join(m.Dir, "metastore_db"),
+		"javax.jdo.option.ConnectionDriverName=org.apache.derby.jdbc.EmbeddedDriver",
+		"metastore.warehouse.dir=" + filepath.Join(m.Dir, "warehouse"),
+		// the schema (ACID tables included) comes from Hive's schema tool via the template; no version check
+		"metastore.schema.verification=false",
+		"datanucleus.schema.autoCreateAll=false",
+		// the default proxy class lives in hive-exec, which a standalone metastore does not have
+		"metastore.expression.proxy=org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy",
+	}
+	switch m.Version {
+	case Hive313:
+		// the default list names repl.DumpDirCleanerTask, which lives in hive-exec
+		c = append(c, "metastore.task.threads.always=org.apache.hadoop.hive.metastore.events.EventCleanerTask,"+
+			"org.apache.hadoop.hive.metastore.RuntimeStatsCleanerTask")
+	case Hive410:
+		c = append(c,
+			"metastore.thrift.bind.host=127.0.0.1",
+			"metastore.warehouse.external.dir="+filepath.Join(m.Dir, "external"),
+			// a blank transformer keeps MANAGED tables managed (as Hive's own client tests do)
+			"metastore.metadata.transformer.class= ",
+			// 4.x turns the compactor's initiator and cleaner on by default: background polling nobody needs here
+			"metastore.compactor.initiator.on=false",
+			"metastore.compactor.cleaner.on=false",
+			// the default list ends with the Iceberg housekeeper, which lives in hive-iceberg-handler
+			"metastore.task.threads.remote=org.apache.hadoop.hive.metastore.txn.service.AcidHouseKeeperService,"+
+				"org.apache.hadoop.hive.metastore.txn.service.CompactionHouseKeeperService,"+
+				"org.apache.hadoop.hive.metastore.txn.service.AcidTxnCleanerService,"+
+				"org.apache.hadoop.hive.metastore.txn.service.AcidOpenTxnsCounterService,"+
+				"org.apache.hadoop.hive.metastore.MaterializationsRebuildLockCleanerTask,"+
+				"org.apache.hadoop.hive.metastore.PartitionManagementTask",
+		)
+	}
+	return c
+}
+
+// start launches the JVM on m.Port and waits until it answers get_all_databases.
+func (m *Metastore) start() error {
+	java, err := javaBin()
+	if err != nil {
+		return err
+	}
+	flags, err := jvmFlags(m.Version)
+	if err != nil {
+		return err
+	}
+	args := append([]string{}, metastoreJVM...)
+	args = append(args, flags...)
+	args = append(args,
+		"-D"+RunProperty+"="+runID,
+		"-Dhmsproxy.testbed.dir="+m.Dir,
+		"-Dlog4j.configurationFile="+filepath.Join(m.Dir, "log4j2.properties"),
+		"-Dlog4j2.configurationFile="+filepath.Join(m.Dir, "log4j2.properties"),
+		"-Dderby.stream.error.file="+filepath.Join(m.Dir, "derby.log"),
+		"-Djava.io.tmpdir="+filepath.Join(m.Dir, "tmp"),
+		"-cp", filepath.Join(libDir(m.Version), "*"),
+		"org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", strconv.Itoa(m.Port))
+	for _, kv := range m.conf() {
+		args = append(args, "--hiveconf", kv)
+	}
+	logf, err := os.OpenFile(m.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("testbed: %w", err)
+	}
+	offset, _ := logf.Seek(0, io.SeekEnd)
+	fmt.Fprintf(logf, "==== hmsbed: starting Hive %s metastore on port %d at %s\n", m.Version, m.Port,
+		time.Now().Format(time.RFC3339))
+	cmd := exec.Command(java, args...)
+	cmd.Dir = m.Dir
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	p, err := startJVM(cmd)
+	logf.Close()
+	if err != nil {
+		return fmt.Errorf("testbed: starting Hive %s metastore: %w", m.Version, err)
+	}
+	if err := m.waitReady(p, offset); err != nil {
+		p.stop(5 * time.Second)
+		return err
+	}
+	m.mu.Lock()
+	m.proc = p
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *Metastore) waitReady(p *jvm, logOffset int64) error {
+	timeout := startTimeout()
+	deadline := time.Now().Add(timeout)
+	addr := fmt.Sprintf("127.0.0.1:%d", m.Port)
+	fail := func(why string, cause error) error {
+		log := tailFile(m.logPath(), 40)
+		if cause == nil && strings.Contains(logSince(m.logPath(), logOffset), "Address already in use") {
+			cause = errPortTaken
+		}
+		msg := fmt.Sprintf("testbed: Hive %s metastore on %s %s; last lines of %s:\n%s", m.Version, addr, why,
+			m.logPath(), log)
+		if cause != nil {
+			return fmt.Errorf("%s: %w", msg, cause)
+		}
+		return errors.New(msg)
+	}
+	for {
+		if p.exited() {
+			return fail(fmt.Sprintf("exited during start-up (%v)", p.err), nil)
+		}
+		since := logSince(m.logPath(), logOffset)
+		for _, marker := range fatalMarkers {
+			if strings.Contains(since, marker) {
+				return fail("failed to start ("+marker+")", nil)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := getAllDatabases(ctx, addr, 5*time.Second)
+		cancel()
+		if err == nil && !p.exited() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fail(fmt.Sprintf("did not answer get_all_databases within %v (last error: %v)", timeout, err), nil)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// logSince returns the part of a log written after offset.
+func logSince(path string, offset int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return ""
+	}
+	data, _ := io.ReadAll(f)
+	return string(data)
+}
+
+// jvm is a started Java process in its own process group, killed with its parent (Pdeathsig).
+type jvm struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // set when done is closed
+}
+
+var live = struct {
+	sync.Mutex
+	set map[*jvm]struct{}
+}{set: map[*jvm]struct{}{}}
+
+func startJVM(cmd *exec.Cmd) (*jvm, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	watchSignals()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &jvm{cmd: cmd, done: make(chan struct{})}
+	live.Lock()
+	live.set[p] = struct{}{}
+	live.Unlock()
+	go func() {
+		p.err = cmd.Wait()
+		live.Lock()
+		delete(live.set, p)
+		live.Unlock()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *jvm) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM to the process group, then SIGKILL after grace, and waits for the exit.
+func (p *jvm) stop(grace time.Duration) {
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-p.done
+	}
+	// the group leader is gone; make sure nothing else of its group survives
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// stopAllJVMs stops every JVM this process started that is still running.
+func stopAllJVMs() {
+	live.Lock()
+	ps := make([]*jvm, 0, len(live.set))
+	for p := range live.set {
+		ps = append(ps, p)
+	}
+	live.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Add(1)
+		go func(p *jvm) {
+			defer wg.Done()
+			p.stop(5 * time.Second)
+		}(p)
+	}
+	wg.Wait()
+}
+
+var signalsOnce sync.Once
+
+// watchSignals makes an interrupted test binary stop its JVMs before it dies (Pdeathsig would SIGKILL them anyway;
+// this lets them shut down). Commands such as hmsbed handle their own signals.
+func watchSignals() {
+	if !testing.Testing() {
+		return
+	}
+	signalsOnce.Do(func() {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		go func() {
+			s := <-ch
+			stopAllJVMs()
+			signal.Reset(os.Interrupt, syscall.SIGTERM)
+			if sig, ok := s.(syscall.Signal); ok {
+				_ = syscall.Kill(os.Getpid(), sig)
+			}
+			os.Exit(2)
+		}()
+	})
+}
+
+// copyTree copies a directory of regular files.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", path)
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+}
+
+// The owner file of a run directory names the process that created it (pid and start time), so later runs can
+// remove the directories of processes that are gone.
+func writeOwner(dir string) error {
+	pid := os.Getpid()
+	return os.WriteFile(filepath.Join(dir, "owner"), []byte(fmt.Sprintf("%d %s\n", pid, procStart(pid))), 0o644)
+}
+
+// procStart returns the start time of a process (field 22 of /proc/PID/stat), or "" when it does not exist.
+func procStart(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+// sweepRunDirs removes run directories whose owner process is gone.
+func sweepRunDirs() {
+	entries, err := os.ReadDir(runRoot())
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		dir := filepath.Join(runRoot(), e.Name())
+		data, err := os.ReadFile(filepath.Join(dir, "owner"))
+		if err != nil {
+			continue // being created, or not ours
+		}
+		f := strings.Fields(string(data))
+		if len(f) != 2 {
+			continue
+		}
+		pid, err := strconv.Atoi(f[0])
+		if err != nil {
+			continue
+		}
+		if procStart(pid) == f[1] {
+			continue // owner still running
+		}
+		os.RemoveAll(dir)
+	}
+}

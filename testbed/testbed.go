@@ -1,0 +1,194 @@
+// Package testbed starts real Apache Hive metastores (3.1.3 and 4.1.0) and runs the real Hive Java clients against
+// any Thrift endpoint, for the tests of every other package.
+//
+// Nothing here is a fake: the jars come from Maven Central (testbed/bin/prepare.sh resolves them into the cache),
+// every metastore is its own JVM with its own Derby database, and scenarios run Hive's own HiveMetaStoreClient
+// through the Java driver in testbed/java/driver.
+//
+// When java or mvn are missing, helpers fail with the install command. Setting HMS_PROXY_SKIP_REAL_HIVE=1 turns
+// that into an explicit skip (the *T helpers call t.Skip; the others return an error matching ErrSkip).
+package testbed
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Version names a Hive release the test bed can run.
+type Version string
+
+// The Hive releases of the test bed.
+const (
+	Hive313 Version = "3.1.3"
+	Hive410 Version = "4.1.0"
+)
+
+// versions lists every supported Version, oldest first.
+var versions = []Version{Hive313, Hive410}
+
+func (v Version) valid() error {
+	for _, k := range versions {
+		if v == k {
+			return nil
+		}
+	}
+	return fmt.Errorf("testbed: unknown Hive version %q (known: %s, %s)", string(v), Hive313, Hive410)
+}
+
+// ErrSkip is matched (errors.Is) by the errors of the helpers when HMS_PROXY_SKIP_REAL_HIVE=1.
+var ErrSkip = errors.New("real Hive test bed skipped: HMS_PROXY_SKIP_REAL_HIVE=1")
+
+// skipEnv is the explicit opt-out of the real-Hive test bed.
+const skipEnv = "HMS_PROXY_SKIP_REAL_HIVE"
+
+func skipped() bool { return os.Getenv(skipEnv) == "1" }
+
+// skipIfRequested skips tb when the real-Hive bed was explicitly switched off.
+func skipIfRequested(tb testing.TB) {
+	tb.Helper()
+	if skipped() {
+		tb.Skip(ErrSkip.Error())
+	}
+}
+
+// Repo returns the root of the hms-proxy checkout (env HMS_PROXY_REPO overrides the location of this source file).
+func repoRoot() string {
+	if r := os.Getenv("HMS_PROXY_REPO"); r != "" {
+		return r
+	}
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "."
+	}
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// Cache returns the cache root: $HMS_PROXY_CACHE, else <repo>/.cache. Maven's repository is Cache()/m2.
+func Cache() string {
+	if c := os.Getenv("HMS_PROXY_CACHE"); c != "" {
+		if abs, err := filepath.Abs(c); err == nil {
+			return abs
+		}
+		return c
+	}
+	return filepath.Join(repoRoot(), ".cache")
+}
+
+// Layout of the cache (written by testbed/bin/prepare.sh).
+func libDir(v Version) string { return filepath.Join(Cache(), "lib", string(v)) }
+func driverJar(v Version) string {
+	return filepath.Join(Cache(), "build", string(v), "hmsbed-driver.jar")
+}
+func derbyTemplate(v Version) string {
+	return filepath.Join(Cache(), "derby", string(v), "metastore_db")
+}
+func runRoot() string { return filepath.Join(Cache(), "run") }
+
+var prepare struct {
+	sync.Mutex
+	done bool
+}
+
+// Prepare resolves the Hive jars, builds the Java driver and the Derby schema templates, once per process and only
+// when the cache does not hold them yet (testbed/bin/prepare.sh; a file lock serializes parallel test processes).
+func Prepare() error {
+	if skipped() {
+		return ErrSkip
+	}
+	prepare.Lock()
+	defer prepare.Unlock()
+	if prepare.done {
+		return nil
+	}
+	script := filepath.Join(repoRoot(), "testbed", "bin", "prepare.sh")
+	if _, err := os.Stat(script); err != nil {
+		return fmt.Errorf("testbed: prepare script missing: %w", err)
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		return fmt.Errorf("testbed: bash is needed to run %s: %w", script, err)
+	}
+	cmd := exec.Command("bash", script)
+	cmd.Env = append(os.Environ(), "HMS_PROXY_CACHE="+Cache())
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("testbed: %s failed (%v):\n%s", script, err, tail(out.String(), 40))
+	}
+	prepare.done = true
+	return nil
+}
+
+// javaBin is the java launcher: $JAVA_HOME/bin/java when set, else java on PATH.
+func javaBin() (string, error) {
+	if h := os.Getenv("JAVA_HOME"); h != "" {
+		p := filepath.Join(h, "bin", "java")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("java")
+	if err != nil {
+		return "", fmt.Errorf("testbed: java not found; install it with: sudo apt-get install -y openjdk-17-jdk-headless (or run make test)")
+	}
+	return p, nil
+}
+
+// jvmFlags reads testbed/jvm/<version>.flags: the JVM options every Java process of that Hive version needs on the
+// machine's JDK 17 (one per line, # comments). The same file is used by prepare.sh for the schema tool.
+func jvmFlags(v Version) ([]string, error) {
+	path := filepath.Join(repoRoot(), "testbed", "jvm", string(v)+".flags")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("testbed: JVM flags for Hive %s: %w", v, err)
+	}
+	var flags []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		flags = append(flags, line)
+	}
+	return flags, sc.Err()
+}
+
+// FreePort returns a TCP port that is free on 127.0.0.1 right now.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("testbed: no free loopback port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// tailFile returns the last n lines of a file, or a note why it cannot be read.
+func tailFile(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	return tail(string(data), n)
+}
