@@ -143,12 +143,41 @@ func (r *Router) databasesOf(ctx context.Context, c *call, cat *Catalog, backend
 func (r *Router) fanOutDatabases(ctx context.Context, c *call, out []byte) []byte {
 	m := c.msg
 	pattern := ""
+	var only *Catalog
 	if m.Name == "get_databases" {
 		v, err := wire.DecodeStruct(m.Body())
 		if err != nil {
 			return r.refuse(c, out, "get_databases: cannot read arguments: "+err.Error())
 		}
-		pattern = v.Field(1).String()
+		// Hive 3 clients send "@<catalog>#<pattern>"; "@hive#" alone means
+		// every database (getAllDatabases).
+		ref := parseDBRef(v.Field(1).String())
+		only, pattern = r.ns.markerCatalog(ref), ref.name
+	}
+	if only != nil {
+		c.catalog, c.routed = only.Name, true
+		p := pattern
+		if p == "" {
+			p = "*"
+		}
+		dbs, err := r.databasesOf(ctx, c, only, "", nil)
+		if err == nil && p != "*" {
+			var re *regexp.Regexp
+			if re, err = hivePattern(p); err == nil {
+				var kept []wire.Value
+				for _, d := range dbs {
+					_, internal, _ := r.ns.SplitDB(string(d.Str))
+					if re.MatchString(internal) || re.MatchString(string(d.Str)) {
+						kept = append(kept, d)
+					}
+				}
+				dbs = kept
+			}
+		}
+		if err != nil {
+			return r.refuse(c, out, m.Name+": "+err.Error())
+		}
+		return r.replyList(c, out, wire.TString, dbs)
 	}
 	if pattern != "" {
 		if cat, rest, ok := r.ns.SplitPattern(pattern); ok {
@@ -189,7 +218,13 @@ func (r *Router) fanOutTableMeta(ctx context.Context, c *call, out []byte) []byt
 	if err != nil {
 		return r.refuse(c, out, "get_table_meta: cannot read arguments: "+err.Error())
 	}
-	dbPattern := args.Field(1).String()
+	// Hive 3 clients send "@<catalog>#<pattern>": a proxy catalog there
+	// narrows the call to that catalog; a backend name ("hive") does not.
+	ref := parseDBRef(args.Field(1).String())
+	dbPattern := ref.name
+	if mc := r.ns.markerCatalog(ref); mc != nil {
+		dbPattern = mc.Name + r.ns.Separator() + dbPattern
+	}
 	call := func(cat *Catalog, backendDBPattern string) ([]wire.Value, error) {
 		a := wire.Value{Type: wire.TStruct, Fields: append([]wire.Field(nil), args.Fields...)}
 		a.Set(1, wire.Str(backendDBPattern))

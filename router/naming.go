@@ -130,3 +130,62 @@ func (n *Namespace) SplitPattern(p string) (c *Catalog, rest string, ok bool) {
 	}
 	return best, rest, true
 }
+
+// Hive 3 clients qualify database arguments with their catalog in one
+// string: "@<catalog>#<db>" ("@hive#sales"), "@<catalog>#" for "every
+// database" in pattern arguments, and "@<catalog>#!" for an empty name.
+const (
+	catMarker    = "@"
+	catSeparator = "#"
+	emptyDB      = "!"
+)
+
+// dbRef is a database argument with its optional Hive 3 catalog marker.
+type dbRef struct {
+	marked  bool   // had the "@cat#" form
+	markCat string // the catalog named by the marker
+	name    string // the database (or pattern) part; "" when absent
+	hasName bool
+}
+
+func parseDBRef(s string) dbRef {
+	if strings.HasPrefix(s, catMarker) {
+		if i := strings.Index(s, catSeparator); i > 0 {
+			r := dbRef{marked: true, markCat: s[1:i], name: s[i+1:]}
+			r.hasName = r.name != ""
+			if r.name == emptyDB {
+				r.name = ""
+			}
+			return r
+		}
+	}
+	return dbRef{name: s, hasName: true}
+}
+
+// markerCatalog resolves the catalog named by a marker: a proxy catalog is
+// authoritative; a backend name such as "hive" is not.
+func (n *Namespace) markerCatalog(r dbRef) *Catalog {
+	if !r.marked {
+		return nil
+	}
+	return n.Lookup(r.markCat)
+}
+
+// internalRef re-encodes a reference for the backend: the marker names the
+// backend's own catalog, the database its internal name.
+func (n *Namespace) internalRef(r dbRef, internal string) string {
+	if !r.marked {
+		return internal
+	}
+	cat := r.markCat
+	if c := n.Lookup(cat); c != nil {
+		cat = c.BackendName
+	}
+	switch {
+	case !r.hasName:
+		return catMarker + cat + catSeparator
+	case internal == "":
+		return catMarker + cat + catSeparator + emptyDB
+	}
+	return catMarker + cat + catSeparator + internal
+}

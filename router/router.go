@@ -306,19 +306,28 @@ func (r *Router) routeArgs(spec *Spec, body []byte) (*route, error) {
 		val := string(s.Val)
 		switch s.Role {
 		case RoleDB, RoleDBPattern:
+			ref := parseDBRef(val)
+			if mc := ns.markerCatalog(ref); mc != nil {
+				rt.hint(mc)
+			}
+			db, explicit := ref.name, false
 			var c *Catalog
-			var db string
-			var explicit bool
-			if s.Role == RoleDBPattern {
-				c, db, explicit = ns.SplitPattern(val)
-			} else {
-				c, db, explicit = ns.SplitDB(val)
+			if ref.hasName && ref.name != "" {
+				if s.Role == RoleDBPattern {
+					c, db, explicit = ns.SplitPattern(ref.name)
+				} else {
+					c, db, explicit = ns.SplitDB(ref.name)
+				}
 			}
 			if explicit {
 				rt.hint(c)
-				rt.patches = append(rt.patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, db)})
 			}
-			rt.dbs = append(rt.dbs, db)
+			if internal := ns.internalRef(ref, db); internal != val {
+				rt.patches = append(rt.patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, internal)})
+			}
+			if db != "" && s.Role == RoleDB {
+				rt.dbs = append(rt.dbs, db)
+			}
 		case RoleCatalog:
 			if c := ns.Lookup(val); c != nil {
 				rt.hint(c)
