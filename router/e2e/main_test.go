@@ -86,7 +86,7 @@ func ctx(t *testing.T) context.Context {
 // both real Hive 3.1.3 metastores.
 func twoCatalogs(extra ...string) map[string]string {
 	p := map[string]string{
-		"catalogs":               "catalog1,catalog2",
+		"catalogs":                "catalog1,catalog2",
 		"routing.default-catalog": "catalog1",
 		"catalog.catalog1.conf.hive.metastore.uris": hms1.URI,
 		"catalog.catalog2.conf.hive.metastore.uris": hms2.URI,

@@ -98,3 +98,40 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p[:len(p)-1]))
 	return len(p), nil
 }
+
+// Metric sums the samples of a metric family whose labels include every
+// given pair, read from the proxy's registry as a scrape would.
+func (p *Proxy) Metric(t testing.TB, name string, labels ...string) float64 {
+	t.Helper()
+	families, err := p.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue next
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return sum
+}
