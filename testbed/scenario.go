@@ -113,8 +113,8 @@ func RunScenario(client Version, uri string, scenario string, args ...string) ([
 		return steps, fmt.Errorf("testbed: %s timed out after %v; stderr:\n%s", what, scenarioTimeout,
 			tail(stderr.String(), 40))
 	case exitCode != 0 && exitCode != 1:
-		return steps, fmt.Errorf("testbed: %s: driver failed (%v); stdout junk: %q; stderr:\n%s", what, runErr,
-			junk, tail(stderr.String(), 40))
+		return steps, fmt.Errorf("testbed: %s: driver failed (%v); failed steps: %s; other stdout: %q; stderr:\n%s",
+			what, runErr, strings.Join(failed, "\n"), junk, tail(stderr.String(), 40))
 	case len(steps) == 0:
 		return steps, fmt.Errorf("testbed: %s reported no steps (exit %d); stderr:\n%s", what, exitCode,
 			tail(stderr.String(), 40))
