@@ -50,7 +50,7 @@ func fullTable() *Table {
 	b := func(v bool) *bool { return &v }
 	at := int8(8)
 	ot := PrincipalType_ROLE
-	return &Table{
+	tbl := &Table{
 		TableName: "orders", DbName: "sales", Owner: "alice", CreateTime: 1700000000, LastAccessTime: 1700000100,
 		Retention: 7,
 		Sd: &StorageDescriptor{
@@ -82,6 +82,8 @@ func fullTable() *Table {
 		Dictionary: &ObjectDictionary{Values: map[string][][]byte{"k": {{9}}}},
 		TxnId:      i64(99),
 	}
+	tbl.MarkPresent(10) // viewOriginalText: a present empty string, as opposed to null
+	return tbl
 }
 
 func TestRoundTripSkewedInfo(t *testing.T) {

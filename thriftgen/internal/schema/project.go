@@ -13,7 +13,7 @@ func (s *Schema) Project(p string, wire bool) (*Schema, error) {
 		return nil, fmt.Errorf("schema has no profile %s", p)
 	}
 	one := []string{p}
-	out := &Schema{Profiles: one, Enums: map[string]*Enum{}, Structs: map[string]*Struct{}}
+	out := &Schema{Profiles: one, Source: s.Sources[p], Enums: map[string]*Enum{}, Structs: map[string]*Struct{}}
 	for en, e := range s.Enums {
 		if !contains(e.Profiles, p) {
 			continue
