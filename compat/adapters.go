@@ -3,6 +3,7 @@ package compat
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 
 	"github.com/hms-proxy/hms-proxy/compat/wire"
@@ -370,6 +371,8 @@ func init() {
 
 	// LockType.EXCL_WRITE (Hive 4) does not exist before Hive 4: the closest
 	// lock that is at least as strong is EXCLUSIVE.
+	registerFor(apacheOld, &Adapter{Method: "get_table_names_by_filter", To: "get_tables",
+		Why: "Hive 4 table-name/type filter keys are unknown before Hive 4", Run: tableNamesByFilter})
 	registerFor(apacheOld, &Adapter{Method: "lock", To: "lock", Why: "EXCL_WRITE lock type is Hive 4 only; EXCLUSIVE is at least as strong",
 		Run: lockDowngrade})
 }
@@ -620,4 +623,54 @@ func lockDowngrade(c Caller, args *wire.Value) (wire.Value, error) {
 	}
 	res, err := callInto(c, "lock", "lock", *args)
 	return res.v, err
+}
+
+// Hive 4 clients list tables with get_table_names_by_filter and the filter
+// keys hive_filter_field_tableName__ / hive_filter_field_tableType__, which
+// older metastores reject ("Invalid key name in filter"). The two forms
+// Hive 4's client builds map onto get_tables / get_tables_by_type; any other
+// filter goes to the backend as it is.
+var hive4NameFilter = regexp.MustCompile(`(?i)^\s*hive_filter_field_tableName__\s+like\s+"([^"]*)"\s*(?:and\s+hive_filter_field_tableType__\s*=\s*"([^"]*)"\s*)?$`)
+
+func tableNamesByFilter(c Caller, args *wire.Value) (wire.Value, error) {
+	filter := args.Field(2).String()
+	if !strings.Contains(strings.ToLower(filter), "hive_filter_field_table") {
+		res, err := callInto(c, "get_table_names_by_filter", "get_table_names_by_filter", *args)
+		return res.v, err
+	}
+	m := hive4NameFilter.FindStringSubmatch(filter)
+	if m == nil {
+		return wire.Value{}, refused("get_table_names_by_filter: filter %q uses Hive 4 filter keys in a form the older runtime cannot be given", filter)
+	}
+	// Hive 4 matches tableName "like" as a (Java) regex over the whole name.
+	re, err := regexp.Compile("^(?:" + m[1] + ")$")
+	if err != nil {
+		return wire.Value{}, refused("get_table_names_by_filter: table-name pattern %q is not a regex hms-proxy can evaluate: %v", m[1], err)
+	}
+	a := wire.Struct(wire.Field{ID: 1, V: *args.Field(1)}, wire.Field{ID: 2, V: wire.Str("*")})
+	method := "get_tables"
+	if m[2] != "" {
+		method = "get_tables_by_type"
+		a.Set(3, wire.Str(m[2]))
+	}
+	res, err := callInto(c, "get_table_names_by_filter", method, a)
+	if err != nil || res.failed {
+		return res.v, err
+	}
+	limit := -1
+	if mx := args.Field(3); mx != nil {
+		limit = int(mx.Int)
+	}
+	names := wire.List(wire.TString)
+	if l := res.v.Field(0); l != nil {
+		for _, n := range l.Elems {
+			if limit >= 0 && len(names.Elems) >= limit {
+				break
+			}
+			if re.Match(n.Str) {
+				names.Elems = append(names.Elems, n)
+			}
+		}
+	}
+	return success(&names), nil
 }

@@ -90,3 +90,29 @@ func TestClassificationOfKeyRPCs(t *testing.T) {
 		t.Error("get_table result compiled to an empty walk")
 	}
 }
+
+func TestRoleOverridesNameRealSchemaFields(t *testing.T) {
+	for k, role := range fieldRoleOverrides {
+		s := thriftgen.LookupStruct(k[0])
+		if s == nil || s.FieldByName(k[1]) == nil {
+			t.Errorf("role override %s.%s names no field of the canonical schema", k[0], k[1])
+			continue
+		}
+		if got := roleOf(k[0], s.FieldByName(k[1])); got != role {
+			t.Errorf("roleOf(%s.%s) = %d, want %d", k[0], k[1], got, role)
+		}
+	}
+	for _, c := range []struct {
+		s, f string
+		want int
+	}{
+		{"GetDatabaseRequest", "name", int(RoleDB)}, {"DropDatabaseRequest", "name", int(RoleDB)},
+		{"Database", "name", int(RoleDB)}, {"Table", "dbName", int(RoleDB)}, {"Table", "catName", int(RoleCatalog)},
+		{"LockComponent", "dbname", int(RoleDB)}, {"GetValidWriteIdsRequest", "fullTableNames", int(RoleFullTable)},
+		{"SQLPrimaryKey", "table_db", int(RoleDB)}, {"FieldSchema", "name", 0}, {"Table", "tableName", 0},
+	} {
+		if got := roleOf(c.s, thriftgen.LookupStruct(c.s).FieldByName(c.f)); int(got) != c.want {
+			t.Errorf("roleOf(%s.%s) = %d, want %d", c.s, c.f, got, c.want)
+		}
+	}
+}

@@ -41,6 +41,9 @@ var fieldRoleOverrides = map[[2]string]wire.Role{
 	{"GetCatalogRequest", "name"}:            RoleCatalog,
 	{"DropCatalogRequest", "name"}:           RoleCatalog,
 	{"get_database_args", "name"}:            RoleDB,
+	{"GetDatabaseRequest", "name"}:           RoleDB,
+	{"DropDatabaseRequest", "name"}:          RoleDB,
+	{"AlterCatalogRequest", "name"}:          RoleCatalog,
 	{"drop_database_args", "name"}:           RoleDB,
 	{"get_databases_args", "pattern"}:        RoleDBPattern,
 	{"get_table_meta_args", "db_patterns"}:   RoleDBPattern,
@@ -49,7 +52,8 @@ var fieldRoleOverrides = map[[2]string]wire.Role{
 	{"get_all_databases_result", "success"}: RoleDB,
 	{"get_databases_result", "success"}:     RoleDB,
 	// Not a namespace of ours: the remote database of a data connector.
-	{"Database", "remote_dbname"}: wire.RoleNone,
+	{"Database", "remote_dbname"}:              wire.RoleNone,
+	{"CreateDatabaseRequest", "remote_dbname"}: wire.RoleNone,
 }
 
 func set(names ...string) map[string]bool {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,6 +75,15 @@ func Start(t testing.TB, props map[string]string) *Proxy {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = a.Shutdown(ctx)
+		if t.Failed() {
+			if b, err := os.ReadFile(cfg.Audit.File); err == nil {
+				lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+				if len(lines) > 40 {
+					lines = lines[len(lines)-40:]
+				}
+				t.Logf("last audit records of the proxy:\n%s", strings.Join(lines, "\n"))
+			}
+		}
 	})
 	return &Proxy{App: a, AuditFile: cfg.Audit.File}
 }
