@@ -29,6 +29,8 @@ type Options struct {
 	Metrics *monitoring.Metrics
 	Audit   *audit.Logger // nil: audit off
 	Log     *slog.Logger
+	// Tracer receives per-request debug traces; nil = tracing off (free).
+	Tracer Tracer
 	// Dial overrides backend dialing (tests, later: SASL); nil = TCP.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
@@ -46,6 +48,20 @@ type Router struct {
 	maxMsg   int
 	seq      atomic.Uint64
 	bufs     sync.Pool
+	trace    Tracer
+}
+
+// Tracer sees one request at each stage (logging.debug-tracing). Every
+// argument is only valid during the call.
+type Tracer interface {
+	// Incoming: the client's call as received.
+	Incoming(id uint64, conn *ConnInfo, m *wire.Message)
+	// Backend: the chosen catalog and the rewritten call sent to it.
+	Backend(id uint64, catalog string, req []byte)
+	// BackendReply: the backend's answer (reply nil when err is set).
+	BackendReply(id uint64, catalog string, reply *wire.Message, err error)
+	// ClientReply: what the client gets (nil for oneway calls).
+	ClientReply(id uint64, reply []byte)
 }
 
 // New builds the router, its method table and one backend pool per catalog.
@@ -56,7 +72,7 @@ func New(opt Options) (*Router, error) {
 		return nil, err
 	}
 	r := &Router{table: table, backends: map[*Catalog]*Backend{}, policies: map[*Catalog]*Policy{}, runtimes: map[*Catalog]*compat.Runtime{},
-		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: int(cfg.Server.MaxMessageSize)}
+		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: int(cfg.Server.MaxMessageSize), trace: opt.Tracer}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -194,7 +210,14 @@ func (r *Router) Handle(ctx context.Context, conn *ConnInfo, msg *wire.Message, 
 	c := &call{msg: msg, conn: conn, status: "ok"}
 	id := r.seq.Add(1)
 	ctx = context.WithValue(ctx, ctxKey{}, &RequestInfo{ID: id, Method: msg.Name, Conn: conn})
+	mark := len(out)
+	if r.trace != nil {
+		r.trace.Incoming(id, conn, msg)
+	}
 	out = r.dispatch(ctx, c, out)
+	if r.trace != nil {
+		r.trace.ClientReply(id, out[mark:])
+	}
 	d := time.Since(start)
 	method := msg.Name
 	if c.spec == nil {
@@ -407,9 +430,15 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 	req := wire.AppendHeader((*reqp)[:0], wire.Header{Name: m.Name, Type: m.Type, SeqID: m.SeqID})
 	req = wire.Apply(req, m.Body(), rt.patches)
 	retry := !spec.IsWrite()
+	if r.trace != nil {
+		r.trace.Backend(Info(ctx).ID, cat.Name, req)
+	}
 	reply, done, err := r.backends[cat].Call(ctx, req, m.Type == wire.Oneway, retry)
 	*reqp = req
 	r.bufs.Put(reqp)
+	if r.trace != nil {
+		r.trace.BackendReply(Info(ctx).ID, cat.Name, reply, err)
+	}
 	if err != nil {
 		if optionalReads[spec.Name] {
 			return r.fallbackEmpty(c, out, "error")
