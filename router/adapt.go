@@ -12,14 +12,21 @@ import (
 
 // backendCaller lets compat adapters call one catalog's backend.
 type backendCaller struct {
-	ctx context.Context
-	b   *Backend
-	seq int32
+	ctx     context.Context
+	b       *Backend
+	dialect *compat.Dialect
+	seq     int32
 }
 
 func (bc *backendCaller) Call(method string, args wire.Value) (wire.Value, error) {
 	bc.seq++
 	req := wire.AppendMessage(nil, wire.Header{Name: method, Type: wire.Call, SeqID: bc.seq}, &args)
+	var err error
+	if bc.dialect.Touches(method, false) {
+		if req, err = remapMessage(req, bc.dialect.ToWire, false); err != nil {
+			return wire.Value{}, err
+		}
+	}
 	reply, done, err := bc.b.Call(bc.ctx, req, false, false)
 	if err != nil {
 		return wire.Value{}, err
@@ -29,7 +36,61 @@ func (bc *backendCaller) Call(method string, args wire.Value) (wire.Value, error
 		typ, msg, _ := wire.ParseAppException(reply.Body())
 		return wire.Value{}, &compat.AppError{Type: typ, Message: msg}
 	}
-	return wire.DecodeStruct(reply.Body())
+	body := reply.Body()
+	if bc.dialect.Touches(method, true) {
+		if body, err = bc.dialect.ToCanonical(method, true, body); err != nil {
+			return wire.Value{}, err
+		}
+	}
+	return wire.DecodeStruct(body)
+}
+
+// remapMessage applies a dialect mapping to the body of a whole message.
+func remapMessage(raw []byte, mapBody func(method string, result bool, body []byte) ([]byte, error), result bool) ([]byte, error) {
+	m, err := wire.ParseMessage(raw, 0)
+	if err != nil {
+		return nil, err
+	}
+	body, err := mapBody(m.Name, result, m.Body())
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]byte(nil), raw[:m.BodyOff]...), body...), nil
+}
+
+func (f *Frontend) dialect() *compat.Dialect {
+	if f == nil {
+		return nil
+	}
+	return f.Dialect
+}
+
+// dispatchDialect serves a client whose profile numbers some struct fields
+// differently: the call is mapped to canonical ids first and the answer back
+// to the client's ids.
+func (r *Router) dispatchDialect(ctx context.Context, c *call, d *compat.Dialect, out []byte) []byte {
+	m := c.msg
+	body, err := d.ToCanonical(m.Name, false, m.Body())
+	if err != nil {
+		c.status = "error"
+		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppProtocolError, err.Error())...)
+	}
+	raw := append(append([]byte(nil), m.Raw[:m.BodyOff]...), body...)
+	c.msg = &wire.Message{Header: m.Header, Raw: raw, BodyOff: m.BodyOff}
+	mark := len(out)
+	out = r.dispatch(ctx, c, out)
+	if len(out) == mark {
+		return out
+	}
+	reply, err := wire.ParseMessage(out[mark:], 0)
+	if err != nil || reply.Type != wire.Reply {
+		return out
+	}
+	mapped, err := d.ToWire(m.Name, true, reply.Body())
+	if err != nil {
+		return out
+	}
+	return append(out[:mark+reply.BodyOff], mapped...)
 }
 
 // adapted serves a call through a compat adapter: the (already
@@ -43,7 +104,7 @@ func (r *Router) adapted(ctx context.Context, c *call, cat *Catalog, ad *compat.
 		c.status = "error"
 		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppProtocolError, m.Name+": cannot read arguments: "+err.Error())...)
 	}
-	res, err := ad.Run(&backendCaller{ctx: ctx, b: r.backends[cat]}, &v)
+	res, err := ad.Run(&backendCaller{ctx: ctx, b: r.backends[cat], dialect: r.dialects[cat]}, &v)
 	rt := r.runtimes[cat]
 	if r.metrics != nil {
 		r.metrics.BackendFallback(m.Name, m.Name, ad.To)

@@ -42,6 +42,7 @@ type Router struct {
 	backends map[*Catalog]*Backend
 	policies map[*Catalog]*Policy
 	runtimes map[*Catalog]*compat.Runtime
+	dialects map[*Catalog]*compat.Dialect // backend field-id dialects (HDP 3.1.5 Table)
 	metrics  *monitoring.Metrics
 	audit    *audit.Logger
 	log      *slog.Logger
@@ -71,7 +72,7 @@ func New(opt Options) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Router{table: table, backends: map[*Catalog]*Backend{}, policies: map[*Catalog]*Policy{}, runtimes: map[*Catalog]*compat.Runtime{},
+	r := &Router{table: table, backends: map[*Catalog]*Backend{}, policies: map[*Catalog]*Policy{}, runtimes: map[*Catalog]*compat.Runtime{}, dialects: map[*Catalog]*compat.Dialect{},
 		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: int(cfg.Server.MaxMessageSize), trace: opt.Tracer}
 	if r.log == nil {
 		r.log = slog.Default()
@@ -119,6 +120,9 @@ func New(opt Options) (*Router, error) {
 		if r.runtimes[c], err = compat.Lookup(string(cc.RuntimeProfile)); err != nil {
 			return nil, fmt.Errorf("catalog.%s.runtime-profile: %v", c.Name, err)
 		}
+		if r.dialects[c], err = compat.NewDialect(r.runtimes[c]); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
@@ -151,6 +155,7 @@ type Frontend struct {
 	Name    string
 	Profile thriftgen.ProfileSet
 	Runtime *compat.Runtime // identity (getVersion); nil = forward
+	Dialect *compat.Dialect // field-id dialect of the profile's clients; nil = canonical
 }
 
 // Allows reports whether the listener's profile has the method.
@@ -214,7 +219,11 @@ func (r *Router) Handle(ctx context.Context, conn *ConnInfo, msg *wire.Message, 
 	if r.trace != nil {
 		r.trace.Incoming(id, conn, msg)
 	}
-	out = r.dispatch(ctx, c, out)
+	if d := conn.Frontend.dialect(); d.Touches(msg.Name, false) || d.Touches(msg.Name, true) {
+		out = r.dispatchDialect(ctx, c, d, out)
+	} else {
+		out = r.dispatch(ctx, c, out)
+	}
 	if r.trace != nil {
 		r.trace.ClientReply(id, out[mark:])
 	}
@@ -429,6 +438,12 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 	reqp := r.bufs.Get().(*[]byte)
 	req := wire.AppendHeader((*reqp)[:0], wire.Header{Name: m.Name, Type: m.Type, SeqID: m.SeqID})
 	req = wire.Apply(req, m.Body(), rt.patches)
+	dialect := r.dialects[cat]
+	if dialect.Touches(spec.Name, false) {
+		if req, err = remapMessage(req, dialect.ToWire, false); err != nil {
+			return r.refuse(c, out, err.Error())
+		}
+	}
 	retry := !spec.IsWrite()
 	if r.trace != nil {
 		r.trace.Backend(Info(ctx).ID, cat.Name, req)
@@ -449,6 +464,13 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 		return out
 	}
 	defer done()
+	if reply.Type == wire.Reply && dialect.Touches(spec.Name, true) {
+		raw, err := remapMessage(reply.Raw, dialect.ToCanonical, true)
+		if err != nil {
+			return r.backendError(c, cat, out, err)
+		}
+		reply = &wire.Message{Header: reply.Header, Raw: raw, BodyOff: reply.BodyOff}
+	}
 	return r.replyOutward(c, cat, reply, out)
 }
 

@@ -24,7 +24,15 @@ type Plan struct {
 	Name   string
 	fields []fieldPlan // sorted by id
 	direct [64]int8    // id -> index+1 into fields for ids 0..63
+	// watch: report every field of this struct (RoleField spans), for
+	// field-id dialects such as HDP 3.1.5's Table.
+	watch bool
 }
+
+// RoleField marks a whole field of a watched struct: Start is its header,
+// End the end of its value, FieldID its id. The id bytes are
+// B[Start+1:Start+3].
+const RoleField Role = 255
 
 type fieldPlan struct {
 	id   int16
@@ -51,18 +59,24 @@ func (p *Plan) field(id int16) *fieldPlan {
 }
 
 // Empty reports whether nothing in the struct carries a role.
-func (p *Plan) Empty() bool { return p == nil || len(p.fields) == 0 }
+func (p *Plan) Empty() bool { return p == nil || (len(p.fields) == 0 && !p.watch) }
 
 // Compiler builds and memoises plans for one role assignment.
 type Compiler struct {
 	roles RoleFunc
+	watch map[string]bool
 	memo  map[string]*Plan
 	busy  map[string]bool
 }
 
-// NewCompiler returns a compiler for the given role assignment.
-func NewCompiler(roles RoleFunc) *Compiler {
-	return &Compiler{roles: roles, memo: map[string]*Plan{}, busy: map[string]bool{}}
+// NewCompiler returns a compiler for the given role assignment; structs
+// named in watch have every field reported as a RoleField span.
+func NewCompiler(roles RoleFunc, watch ...string) *Compiler {
+	c := &Compiler{roles: roles, memo: map[string]*Plan{}, busy: map[string]bool{}, watch: map[string]bool{}}
+	for _, w := range watch {
+		c.watch[w] = true
+	}
+	return c
 }
 
 // Plan compiles (or returns the memoised) plan for a struct; nil when the
@@ -80,7 +94,7 @@ func (c *Compiler) Plan(name string) (*Plan, error) {
 	}
 	c.busy[name] = true
 	defer delete(c.busy, name)
-	p := &Plan{Name: name}
+	p := &Plan{Name: name, watch: c.watch[name]}
 	for _, f := range s.Fields {
 		fp, err := c.fieldPlan(name, f)
 		if err != nil {
@@ -90,7 +104,7 @@ func (c *Compiler) Plan(name string) (*Plan, error) {
 			p.fields = append(p.fields, *fp)
 		}
 	}
-	if len(p.fields) == 0 {
+	if len(p.fields) == 0 && !p.watch {
 		c.memo[name] = nil
 		return nil, nil
 	}
@@ -219,6 +233,16 @@ func (b *Buf) walkStruct(p *Plan, visit func(*Span) error, depth int) error {
 		}
 		if t == TStop {
 			return nil
+		}
+		if p != nil && p.watch {
+			start := b.Pos - 3
+			probe := Buf{B: b.B, Pos: b.Pos, Limit: b.Limit}
+			if err := probe.Skip(t, depth+1); err != nil {
+				return err
+			}
+			if err := visit(&Span{Role: RoleField, Start: start, End: probe.Pos, Path: p, FieldID: id}); err != nil {
+				return err
+			}
 		}
 		var fp *fieldPlan
 		if p != nil {

@@ -63,6 +63,10 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 		if !ok || err != nil {
 			return nil, fmt.Errorf("frontend %q: unknown profile %s", fc.Name, fc.Profile)
 		}
+		dialect, err := compat.NewDialect(runtime)
+		if err != nil {
+			return nil, err
+		}
 		name := fc.Name
 		if name == "" {
 			name = "primary"
@@ -73,7 +77,7 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 			KeepAlive: fc.TCPKeepAlive, KeepAliveIdle: fc.TCPKeepAliveIdle,
 			KeepAliveInterval: fc.TCPKeepAliveInterval, KeepAliveCount: fc.TCPKeepAliveCount,
 			Framed: fc.FramedTransport, MaxMessage: int(fc.MaxMessageSize)},
-			&router.Frontend{Name: name, Profile: prof, Runtime: runtime}, a.Router, log,
+			&router.Frontend{Name: name, Profile: prof, Runtime: runtime, Dialect: dialect}, a.Router, log,
 			frontdoor.Hooks{
 				BadInput: func(reason string) { m.BadFrame(name, reason) },
 				Connections: func(d int) {
