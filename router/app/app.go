@@ -53,7 +53,11 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	a.Metrics = monitoring.NewMetrics(a.Registry, table.Names())
-	if a.Router, err = router.New(router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log}); err != nil {
+	var tracer router.Tracer // logging.debug-tracing; nil keeps tracing free when off
+	if cfg.Logging.DebugTracing {
+		tracer = router.NewTracer(log)
+	}
+	if a.Router, err = router.New(router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer}); err != nil {
 		a.closeFiles()
 		return nil, err
 	}
