@@ -1,0 +1,241 @@
+package e2e
+
+import (
+	"context"
+
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/hms-proxy/hms-proxy/router/proxytest"
+	"github.com/hms-proxy/hms-proxy/testbed"
+	"github.com/hms-proxy/hms-proxy/thriftgen"
+)
+
+// blackHole accepts connections and never answers: an unresponsive backend.
+// Call the returned close function (or let cleanup do it) to drop every
+// connection; tests register it after starting the proxy so it runs first.
+func blackHole(t *testing.T) (uri string, closeAll func()) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	closeAll = func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	}
+	t.Cleanup(closeAll)
+	return "thrift://" + l.Addr().String(), closeAll
+}
+
+// slowForwarder relays to a real metastore, holding each reply back by delay.
+func slowForwarder(t *testing.T, target string, delay time.Duration) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("tcp", strings.TrimPrefix(target, "thrift://"))
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { io.Copy(b, c); b.Close() }()
+			go func() {
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := b.Read(buf)
+					if n > 0 {
+						time.Sleep(delay)
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
+				c.Close()
+			}()
+		}
+	}()
+	return "thrift://" + l.Addr().String()
+}
+
+func TestPoolExhaustionFailsFastWithinTheLatencyBudget(t *testing.T) {
+	needHive(t)
+	hole, closeHole := blackHole(t)
+	p := proxytest.Start(t, twoCatalogs(
+		"catalog.catalog2.conf.hive.metastore.uris="+hole,
+		"catalog.catalog2.shared-session-pool-size=1",
+		"catalog.catalog2.latency-budget-ms=300",
+		"catalog.catalog2.conf.hive.metastore.client.socket.timeout=20s"))
+	t.Cleanup(closeHole)
+	// The first call occupies the only session (the backend never answers).
+	go func() {
+		c := proxytest.Client(t, p.URI("primary"))
+		_, _ = c.GetDatabase(context.Background(), "catalog2__a")
+	}()
+	time.Sleep(300 * time.Millisecond)
+	c := proxytest.Client(t, p.URI("primary"))
+	start := time.Now()
+	_, err := c.GetDatabase(ctx(t), "catalog2__b")
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the second call waited %v; the budget is 300 ms", d)
+	}
+	metaErr(t, err, "catalog2", "pool exhausted")
+	if n := p.Metric(t, "hms_proxy_backend_session_acquire_timeouts_total", "catalog", "catalog2", "operation", "borrow"); n != 1 {
+		t.Fatalf("hms_proxy_backend_session_acquire_timeouts_total = %v", n)
+	}
+	// The other catalog is not affected.
+	if _, err := c.GetAllFunctions(ctx(t)); err != nil {
+		t.Fatalf("catalog1 must keep serving: %v", err)
+	}
+}
+
+func TestBackendRestartIsHealedByReconnect(t *testing.T) {
+	needHive(t)
+	ms := testbed.StartMetastoreT(t, testbed.Hive313)
+	p := proxytest.Start(t, twoCatalogs("catalog.catalog2.conf.hive.metastore.uris="+ms.URI))
+	c := proxytest.Client(t, p.URI("primary"))
+	if _, err := c.GetAllDatabases(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ms.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// The pooled session to catalog2 is dead now; a read is retried once on
+	// a fresh connection, invisibly to the client.
+	dbs, err := c.GetDatabases(ctx(t), "catalog2__*")
+	if err != nil {
+		t.Fatalf("after the metastore restarted: %v", err)
+	}
+	if len(dbs) == 0 || dbs[0] != "catalog2__default" {
+		t.Fatalf("got %v", dbs)
+	}
+}
+
+func TestSeveralURIsAreTriedInOrder(t *testing.T) {
+	needHive(t)
+	dead := "thrift://127.0.0.1:" + strconv.Itoa(proxytest.FreePort(t))
+	p := proxytest.Start(t, twoCatalogs(
+		"catalog.catalog2.conf.hive.metastore.uris="+dead+","+hms2.URI,
+		"catalog.catalog2.conf.metastore.thrift.uri.selection=SEQUENTIAL"))
+	c := proxytest.Client(t, p.URI("primary"))
+	if _, err := c.GetDatabase(ctx(t), "catalog2__default"); err != nil {
+		t.Fatalf("the second URI must be used when the first is down: %v", err)
+	}
+	// Every URI down: the error names the catalog and the URIs.
+	p2 := proxytest.Start(t, twoCatalogs("catalog.catalog2.conf.hive.metastore.uris="+dead,
+		"catalog.catalog2.conf.hive.metastore.connect.retries=1"))
+	_, err := proxytest.Client(t, p2.URI("primary")).GetDatabase(ctx(t), "catalog2__default")
+	metaErr(t, err, "catalog2", strings.TrimPrefix(dead, "thrift://"))
+}
+
+func TestFramedTransportFrontDoor(t *testing.T) {
+	needHive(t)
+	p := proxytest.Start(t, twoCatalogs("server.framed-transport=true"))
+	cfg := &thrift.TConfiguration{ConnectTimeout: 5 * time.Second, SocketTimeout: 30 * time.Second}
+	trans := thrift.NewTFramedTransportConf(thrift.NewTSocketConf(p.Listener("primary").Addr().String(), cfg), cfg)
+	if err := trans.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer trans.Close()
+	proto := thrift.NewTBinaryProtocolConf(trans, cfg)
+	c := thriftgen.NewClient(thrift.NewTStandardClient(proto, proto))
+	dbs, err := c.GetAllDatabases(ctx(t))
+	if err != nil || len(dbs) < 2 {
+		t.Fatalf("framed client: %v %v", dbs, err)
+	}
+}
+
+// SIGTERM semantics (App.Shutdown): in-flight calls finish with their answer,
+// idle connections close, new connections are refused, all within the limit.
+func TestShutdownFinishesInFlightCalls(t *testing.T) {
+	needHive(t)
+	slow := slowForwarder(t, hms2.URI, 700*time.Millisecond)
+	p := proxytest.Start(t, twoCatalogs("catalog.catalog2.conf.hive.metastore.uris="+slow))
+	busy := proxytest.Client(t, p.URI("primary"))
+	idle := proxytest.Client(t, p.URI("primary"))
+	if _, err := idle.GetCatalogs(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	addr := p.Listener("primary").Addr().String()
+	result := make(chan error, 1)
+	go func() {
+		_, err := busy.GetDatabase(context.Background(), "catalog2__default")
+		result <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // the call is now waiting on the slow backend
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := p.Shutdown(sctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if err := <-result; err != nil {
+		t.Fatalf("the in-flight call must complete during shutdown: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("shutdown took %v", d)
+	}
+	if _, err := idle.GetCatalogs(ctx(t)); err == nil {
+		t.Fatal("an idle connection must be closed by shutdown")
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatal("the listener still accepts after shutdown")
+	}
+}
+
+func TestShutdownIsBoundedWhenACallHangs(t *testing.T) {
+	needHive(t)
+	hole, closeHole := blackHole(t)
+	p := proxytest.Start(t, twoCatalogs("catalog.catalog2.conf.hive.metastore.uris="+hole))
+	t.Cleanup(closeHole)
+	go func() {
+		c := proxytest.Client(t, p.URI("primary"))
+		_, _ = c.GetDatabase(context.Background(), "catalog2__x")
+	}()
+	time.Sleep(300 * time.Millisecond)
+	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	err := p.Shutdown(sctx)
+	if err == nil || !strings.Contains(err.Error(), "still busy") {
+		t.Fatalf("want a shutdown error naming the busy connections, got %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("shutdown exceeded its limit: %v", d)
+	}
+}
