@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "hms-proxy.properties")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func goodConfig(t *testing.T) string {
+	port := freePort(t)
+	return fmt.Sprintf(`server.bind-host=127.0.0.1
+server.port=%d
+management.port=%d
+catalogs=catalog1,catalog2
+routing.default-catalog=catalog1
+catalog.catalog1.conf.hive.metastore.uris=thrift://127.0.0.1:1
+catalog.catalog2.conf.hive.metastore.uris=thrift://127.0.0.1:2
+catalog.catalog2.access-mode=read_only
+audit.file=%s
+`, port, freePort(t), filepath.Join(t.TempDir(), "audit.log"))
+}
+
+func TestCheckConfigOnAGoodFile(t *testing.T) {
+	var out, errb bytes.Buffer
+	path := writeFile(t, goodConfig(t))
+	if code := run([]string{"check-config", path}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	got := out.String()
+	for _, want := range []string{": OK", "catalog.catalog2.access-mode=READ_ONLY", "routing.catalog-db-separator=__", "shared-session-pool-size=8"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("check-config output lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestCheckConfigOnABadFileNamesEveryProblem(t *testing.T) {
+	var out, errb bytes.Buffer
+	path := writeFile(t, `catalogs=a,b
+catalog.a.conf.hive.metastore.uris=thrift://127.0.0.1:1
+catalog.b.conf.hive.metastore.uris=thrift://127.0.0.1:2
+routing.default-catalog=a
+catalog.b.access-mode=READ_WRITE_DB_WHITELIST
+management.enabled=yes
+`)
+	code := run([]string{"check-config", path}, &out, &errb)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	msg := errb.String()
+	for _, want := range []string{"INVALID", "catalog.b.access-mode", "write-db-whitelist", "management.enabled", "yes"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error output lacks %q:\n%s", want, msg)
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "check-config") {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+}
+
+// The real binary: refuses to start on a bad file, serves on a good one and
+// stops cleanly on SIGTERM within its shutdown limit.
+func TestBinaryStartsServesAndStopsOnSIGTERM(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "hms-proxy")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	bad := exec.Command(bin, writeFile(t, "catalogs=\n"))
+	if out, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(out), "catalogs") {
+		t.Fatalf("a bad config must stop the start-up naming the key: %v\n%s", err, out)
+	}
+
+	cfg := goodConfig(t)
+	path := writeFile(t, cfg)
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, path)
+	cmd.Stderr = &logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var port string
+	for _, line := range strings.Split(cfg, "\n") {
+		if strings.HasPrefix(line, "server.port=") {
+			port = strings.TrimPrefix(line, "server.port=")
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("proxy did not listen: %s", logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+		}
+	case <-time.After(35 * time.Second):
+		t.Fatalf("no exit within the shutdown limit\n%s", logs.String())
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("an idle proxy took %v to stop", d)
+	}
+	if !strings.Contains(logs.String(), "stopped") {
+		t.Fatalf("no stop message:\n%s", logs.String())
+	}
+}
