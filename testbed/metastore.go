@@ -303,6 +303,9 @@ func (m *Metastore) start() error {
 		return err
 	}
 	args := append([]string{}, metastoreJVM...)
+	if o := os.Getenv("HMS_PROXY_METASTORE_JVM_OPTS"); o != "" {
+		args = strings.Fields(o) // replaces the memory/start-up flags (for measurements)
+	}
 	args = append(args, flags...)
 	args = append(args,
 		"-D"+RunProperty+"="+runID,

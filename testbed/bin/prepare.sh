@@ -20,6 +20,7 @@ say() { echo "prepare: $*"; }
 die() { echo "prepare: ERROR: $*" >&2; exit 1; }
 
 # --- tools -------------------------------------------------------------------------------------------------------
+if [ -n "${JAVA_HOME:-}" ]; then export PATH="$JAVA_HOME/bin:$PATH"; fi
 need() { # need COMMAND DEBIAN-PACKAGE
   command -v "$1" >/dev/null 2>&1 && return 0
   echo "prepare: ERROR: '$1' is not installed. Install it with:" >&2
@@ -82,7 +83,7 @@ prepare_version() {
     *) die "unknown Hive version '$v' (known: 3.1.3 4.1.0)";;
   esac
   local hash
-  hash=$(cd "$REPO" && { cat "$pom/pom.xml" testbed/bin/prepare.sh "testbed/jvm/$v.flags" testbed/sql/*.sql;
+  hash=$(cd "$REPO" && { cat "$pom/pom.xml" testbed/bin/prepare.sh testbed/sql/*.sql;
                           find testbed/java/driver -type f -name '*.java' | sort | xargs cat; } | sha256sum | cut -c1-32)
   local marker="$CACHE/ready/$v"
   if [ -f "$marker" ] && [ "$(cat "$marker")" = "$hash" ] && [ -f "$CACHE/build/$v/hmsbed-driver.jar" ] \
