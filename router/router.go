@@ -412,7 +412,7 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 	cat := rt.cat
 	c.catalog, c.routed = cat.Name, true
 	pol := r.policies[cat]
-	if spec.IsWrite() {
+	if spec.IsWrite() && writesData(spec, m.Body()) {
 		if why := pol.writeRefusal(cat.Name, m.Name, rt.dbs); why != "" {
 			return r.refuse(c, out, why)
 		}

@@ -104,3 +104,116 @@ func dump(t *testing.T, c *thriftgen.Client, db string) string {
 	}
 	return b.String()
 }
+
+// HiveServer2 turns a JDBC schema pattern into a regex, so GUI clients ask
+// for "catalog2..sales" instead of "catalog2__sales".
+func TestHiveServer2PatternForms(t *testing.T) {
+	needHive(t)
+	direct := proxytest.Client(t, hms2.URI)
+	db := uniq("gui")
+	mkDB(t, direct, db)
+	mkTable(t, direct, db, "orders")
+	p := proxytest.Start(t, twoCatalogs())
+	c := proxytest.Client(t, p.URI("primary"))
+	for _, pattern := range []string{"catalog2.." + db, "catalog2__" + db, "catalog2..*"} {
+		metas, err := c.GetTableMeta(ctx(t), pattern, "*", nil)
+		if err != nil {
+			t.Fatalf("%s: %v", pattern, err)
+		}
+		found := false
+		for _, m := range metas {
+			if m.DbName == "catalog2__"+db && m.TableName == "orders" {
+				found = true
+			}
+			if !strings.HasPrefix(m.DbName, "catalog2__") {
+				t.Errorf("%s: a database of another catalog leaked in: %s", pattern, m.DbName)
+			}
+		}
+		if !found {
+			t.Errorf("get_table_meta(%q) misses catalog2__%s.orders: %v", pattern, db, metas)
+		}
+	}
+	dbs, err := c.GetDatabases(ctx(t), "catalog2..*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !contains(dbs, "catalog2__"+db) || contains(dbs, db) {
+		t.Fatalf("get_databases(catalog2..*) = %v", dbs)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// catName in answers is the proxy catalog by default, the backend's own
+// value with federation.preserve-backend-catalog-name=true; routing is the
+// same either way.
+func TestPreserveBackendCatalogName(t *testing.T) {
+	needHive(t)
+	direct := proxytest.Client(t, hms2.URI)
+	db := uniq("cat")
+	mkDB(t, direct, db)
+	mkTable(t, direct, db, "t")
+	for _, tc := range []struct{ preserve, want string }{{"false", "catalog2"}, {"true", "hive"}} {
+		p := proxytest.Start(t, twoCatalogs("federation.preserve-backend-catalog-name="+tc.preserve))
+		tb, err := proxytest.Client(t, p.URI("primary")).GetTable(ctx(t), "catalog2__"+db, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tb.CatName == nil || *tb.CatName != tc.want || tb.DbName != "catalog2__"+db {
+			t.Fatalf("preserve=%s: catName=%v dbName=%s, want catName=%s", tc.preserve, tb.CatName, tb.DbName, tc.want)
+		}
+	}
+}
+
+// Functions and lock components carry database names too.
+func TestFunctionsAndLocksAreRewritten(t *testing.T) {
+	needHive(t)
+	direct := proxytest.Client(t, hms2.URI)
+	db := uniq("fn")
+	mkDB(t, direct, db)
+	mkTable(t, direct, db, "t")
+	p := proxytest.Start(t, twoCatalogs())
+	c := proxytest.Client(t, p.URI("primary"))
+	fn := &thriftgen.Function{FunctionName: "myupper", DbName: "catalog2__" + db, ClassName: "org.example.Upper",
+		OwnerName: "e2e", OwnerType: thriftgen.PrincipalType_USER, FunctionType: thriftgen.FunctionType_JAVA}
+	if err := c.CreateFunction(ctx(t), fn); err != nil {
+		t.Fatalf("create_function: %v", err)
+	}
+	got, err := direct.GetFunction(ctx(t), db, "myupper")
+	if err != nil || got.DbName != db {
+		t.Fatalf("the backend should hold the function under %s: %+v %v", db, got, err)
+	}
+	back, err := c.GetFunction(ctx(t), "catalog2__"+db, "myupper")
+	if err != nil || back.DbName != "catalog2__"+db || back.ClassName != "org.example.Upper" {
+		t.Fatalf("get_function through the proxy: %+v %v", back, err)
+	}
+	tbl := "t"
+	lock, err := c.Lock(ctx(t), &thriftgen.LockRequest{User: "e2e", Hostname: "localhost",
+		Component: []*thriftgen.LockComponent{{Type: thriftgen.LockType_SHARED_READ, Level: thriftgen.LockLevel_TABLE,
+			Dbname: "catalog2__" + db, Tablename: &tbl}}})
+	if err != nil || lock.State != thriftgen.LockState_ACQUIRED {
+		t.Fatalf("lock on catalog2's table: %+v %v", lock, err)
+	}
+	// The lock is held by catalog2's own metastore, under the internal name.
+	locks, err := direct.ShowLocks(ctx(t), &thriftgen.ShowLocksRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := false
+	for _, l := range locks.Locks {
+		if l.Lockid == lock.Lockid && l.Dbname == db {
+			held = true
+		}
+	}
+	if !held {
+		t.Fatalf("catalog2's metastore does not hold lock %d on %s: %+v", lock.Lockid, db, locks.Locks)
+	}
+	_ = direct.Unlock(ctx(t), &thriftgen.UnlockRequest{Lockid: lock.Lockid})
+}

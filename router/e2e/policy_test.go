@@ -67,6 +67,29 @@ func TestReadOnlyCatalogRefusesWritesAndServesReads(t *testing.T) {
 	if _, err := c.GetDatabase(ctx(t), "catalog2__"+db); err != nil {
 		t.Fatalf("reads must still work on a READ_ONLY catalog: %v", err)
 	}
+	// A SELECT's SHARED_READ lock is a read and passes; an EXCLUSIVE lock is
+	// a write and is refused.
+	tbl := "t_ro"
+	mkTable(t, direct, db, tbl)
+	lock := func(typ thriftgen.LockType) (*thriftgen.LockResponse, error) {
+		op := thriftgen.DataOperationType_SELECT
+		if typ != thriftgen.LockType_SHARED_READ {
+			op = thriftgen.DataOperationType_NO_TXN
+		}
+		return c.Lock(ctx(t), &thriftgen.LockRequest{User: "e2e", Hostname: "localhost",
+			Component: []*thriftgen.LockComponent{{Type: typ, Level: thriftgen.LockLevel_TABLE,
+				Dbname: "catalog2__" + db, Tablename: &tbl, OperationType: &op}}})
+	}
+	r, err := lock(thriftgen.LockType_SHARED_READ)
+	if err != nil || r.State != thriftgen.LockState_ACQUIRED {
+		t.Fatalf("a SHARED_READ lock on a READ_ONLY catalog must be granted: %+v %v", r, err)
+	}
+	_ = direct.Unlock(ctx(t), &thriftgen.UnlockRequest{Lockid: r.Lockid})
+	if _, err := lock(thriftgen.LockType_EXCLUSIVE); err == nil {
+		t.Fatal("an EXCLUSIVE lock on a READ_ONLY catalog must be refused")
+	} else if !strings.Contains(err.Error(), "READ_ONLY") {
+		t.Fatalf("refusal should name READ_ONLY: %v", err)
+	}
 	// The default catalog stays writable.
 	own := uniq("rw")
 	if err := c.CreateDatabase(ctx(t), &thriftgen.Database{Name: own}); err != nil {
