@@ -1,0 +1,177 @@
+// Command capmatrix generates hms-proxy's compatibility docs from the
+// capability matrix (compat/capabilities.json) and from the code: the
+// canonical schema (thriftgen), the router's method table and compat's
+// runtime plans.
+//
+//	go run ./compat/capmatrix           check: exit 1 if a generated doc is stale or the data is wrong
+//	go run ./compat/capmatrix -write    write COMPATIBILITY.md, and the README table if README.md has the markers
+//	go run ./compat/capmatrix -readme   as -write, and fail if README.md lacks the markers
+//
+// The README table goes between the lines <!-- capabilities:begin --> and
+// <!-- capabilities:end -->; nothing else in README.md is touched.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Output files, relative to the repository root.
+const (
+	CompatibilityFile = "COMPATIBILITY.md"
+	ReadmeFile        = "README.md"
+	modulePath        = "github.com/hms-proxy/hms-proxy"
+)
+
+func main() {
+	write := flag.Bool("write", false, "write "+CompatibilityFile+" (and the README table when README.md has the markers)")
+	readme := flag.Bool("readme", false, "also require README.md's capability markers and write the table between them (implies -write)")
+	root := flag.String("root", "", "repository root (default: the directory holding the module's go.mod, found from the working directory up)")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./compat/capmatrix [-write] [-readme] [-root DIR]\n"+
+			"Without -write it checks that %s, %s and the README table are current.\n", CapabilitiesFile, CompatibilityFile)
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "capmatrix: unexpected argument %q\n", flag.Arg(0))
+		flag.Usage()
+		os.Exit(2)
+	}
+	dir := *root
+	if dir == "" {
+		var err error
+		if dir, err = findRoot(); err != nil {
+			fmt.Fprintln(os.Stderr, "capmatrix:", err)
+			os.Exit(2)
+		}
+	}
+	if err := run(os.Stdout, dir, *write || *readme, *readme); err != nil {
+		fmt.Fprintln(os.Stderr, "capmatrix:", err)
+		os.Exit(1)
+	}
+}
+
+// Docs are the generated texts of one run.
+type Docs struct {
+	File          *File
+	Matrix        *Matrix
+	Compatibility string
+	ReadmeSection string
+}
+
+// Generate loads and checks the data, then renders the docs. Every problem
+// with the data is reported at once.
+func Generate(root string) (*Docs, error) {
+	mx, err := BuildMatrix()
+	if err != nil {
+		return nil, err
+	}
+	f, err := Load(filepath.Join(root, CapabilitiesFile))
+	if err != nil {
+		return nil, err
+	}
+	errs := f.Validate(mx)
+	x := newTestIndex(root)
+	errs = append(errs, missingTests(f, x)...)
+	errs = append(errs, provenPlans(f, x)...)
+	if len(errs) > 0 {
+		return nil, joinErrors(CapabilitiesFile, errs)
+	}
+	return &Docs{File: f, Matrix: mx, Compatibility: RenderCompatibility(f, mx), ReadmeSection: RenderReadmeSection(f)}, nil
+}
+
+func joinErrors(what string, errs []error) error {
+	lines := make([]string, len(errs))
+	for i, e := range errs {
+		lines[i] = "  - " + e.Error()
+	}
+	return fmt.Errorf("%s: %d problem(s):\n%s", what, len(errs), strings.Join(lines, "\n"))
+}
+
+// run checks (write=false) or writes the generated files, telling out what
+// it did.
+func run(out io.Writer, root string, write, requireReadme bool) error {
+	d, err := Generate(root)
+	if err != nil {
+		return err
+	}
+	compatPath, readmePath := filepath.Join(root, CompatibilityFile), filepath.Join(root, ReadmeFile)
+	var stale []string
+	if cur, err := os.ReadFile(compatPath); err != nil || string(cur) != d.Compatibility {
+		if write {
+			if err := os.WriteFile(compatPath, []byte(d.Compatibility), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "wrote", CompatibilityFile)
+		} else {
+			stale = append(stale, CompatibilityFile)
+		}
+	}
+	readme, err := os.ReadFile(readmePath)
+	if err != nil && (requireReadme || !errors.Is(err, os.ErrNotExist)) {
+		return fmt.Errorf("README table: %v", err)
+	}
+	if err == nil {
+		spliced, err := spliceReadme(ReadmeFile, string(readme), d.ReadmeSection)
+		switch {
+		case errors.Is(err, errNoMarkers) && !requireReadme:
+			if write {
+				fmt.Fprintf(out, "capmatrix: %s has no %s / %s lines: README table not written (-readme makes this an error)\n",
+					ReadmeFile, BeginMarker, EndMarker)
+			}
+		case err != nil:
+			return err
+		case spliced != string(readme):
+			if write {
+				if err := os.WriteFile(readmePath, []byte(spliced), 0o644); err != nil {
+					return err
+				}
+				fmt.Fprintln(out, "wrote the capability table in", ReadmeFile)
+			} else {
+				stale = append(stale, ReadmeFile+" (capability table)")
+			}
+		}
+	}
+	if len(stale) > 0 {
+		return fmt.Errorf("out of date: %s; run `%s`", strings.Join(stale, ", "), Command)
+	}
+	if !write {
+		fmt.Fprintln(out, "capmatrix: generated docs are current")
+	}
+	return nil
+}
+
+// findRoot walks up from the working directory to the go.mod of the module.
+func findRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
+			if isModule(string(b)) {
+				return d, nil
+			}
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("no go.mod of module %s in %s or above; pass -root", modulePath, dir)
+		}
+		d = parent
+	}
+}
+
+func isModule(gomod string) bool {
+	for _, line := range strings.Split(gomod, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" && strings.Trim(f[1], `"`) == modulePath {
+			return true
+		}
+	}
+	return false
+}
