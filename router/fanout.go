@@ -56,6 +56,18 @@ func (r *Router) callValue(ctx context.Context, cat *Catalog, method string, arg
 	return v, nil
 }
 
+// callList calls a list-returning method and returns the list's elements.
+func (r *Router) callList(ctx context.Context, cat *Catalog, method string, args wire.Value, outward bool) ([]wire.Value, error) {
+	v, err := r.callValue(ctx, cat, method, args, outward)
+	if err != nil {
+		return nil, err
+	}
+	if list := v.Field(0); list != nil {
+		return list.Elems, nil
+	}
+	return nil, nil
+}
+
 // hivePattern compiles a metastore name pattern as HMS does: alternatives
 // split on '|', '*' matches anything, the rest is a regex, case-insensitive,
 // whole name.
@@ -104,24 +116,20 @@ func (r *Router) replyList(c *call, out []byte, elemType byte, elems []wire.Valu
 // databasesOf lists one catalog's databases in external form, filtered by
 // exposure (counted) and by an optional pattern on the external names.
 func (r *Router) databasesOf(ctx context.Context, c *call, cat *Catalog, backendPattern string, match *regexp.Regexp) ([]wire.Value, error) {
-	var v wire.Value
+	var names []wire.Value
 	var err error
 	if backendPattern == "" {
-		v, err = r.callValue(ctx, cat, "get_all_databases", wire.Struct(), false)
+		names, err = r.callList(ctx, cat, "get_all_databases", wire.Struct(), false)
 	} else {
-		v, err = r.callValue(ctx, cat, "get_databases", wire.Struct(wire.Field{ID: 1, V: wire.Str(backendPattern)}), false)
+		names, err = r.callList(ctx, cat, "get_databases", wire.Struct(wire.Field{ID: 1, V: wire.Str(backendPattern)}), false)
 	}
 	if err != nil {
 		return nil, err
 	}
-	list := v.Field(0)
-	if list == nil {
-		return nil, nil
-	}
 	exp := r.policies[cat].exposure
 	var out []wire.Value
 	hidden := 0
-	for _, e := range list.Elems {
+	for _, e := range names {
 		db := string(e.Str)
 		if exp.active() && !exp.DBVisible(db) {
 			hidden++
@@ -228,21 +236,14 @@ func (r *Router) fanOutTableMeta(ctx context.Context, c *call, out []byte) []byt
 	call := func(cat *Catalog, backendDBPattern string) ([]wire.Value, error) {
 		a := wire.Value{Type: wire.TStruct, Fields: append([]wire.Field(nil), args.Fields...)}
 		a.Set(1, wire.Str(backendDBPattern))
-		v, err := r.callValue(ctx, cat, "get_table_meta", a, true)
-		if err != nil {
-			return nil, err
-		}
-		list := v.Field(0)
-		if list == nil {
-			return nil, nil
-		}
+		metas, err := r.callList(ctx, cat, "get_table_meta", a, true)
 		exp := r.policies[cat].exposure
-		if !exp.active() {
-			return list.Elems, nil
+		if err != nil || !exp.active() {
+			return metas, err
 		}
 		var kept []wire.Value
 		hidden := 0
-		for _, tm := range list.Elems {
+		for _, tm := range metas {
 			_, db, _ := r.ns.SplitDB(tm.Field(1).String())
 			if exp.TableVisible(db, tm.Field(2).String()) {
 				kept = append(kept, tm)

@@ -42,15 +42,7 @@ func ReadMessage(r *bufio.Reader, lim Limits, scratch []byte) (*Message, error) 
 		}
 		return nil
 	}}
-	h, err := b.ParseHeader()
-	if err != nil {
-		return nil, err
-	}
-	off := b.Pos
-	if err := b.Skip(TStruct, 0); err != nil {
-		return nil, err
-	}
-	return &Message{Header: h, Raw: b.B, BodyOff: off}, nil
+	return b.message()
 }
 
 func grow(s []byte, n int) []byte {

@@ -394,9 +394,8 @@ func (b *Buf) ParseHeader() (Header, error) {
 	return h, nil
 }
 
-// ParseMessage parses a complete message held in raw.
-func ParseMessage(raw []byte, limit int) (*Message, error) {
-	b := Buf{B: raw, Limit: limit}
+// message reads an envelope and walks the body struct to its end.
+func (b *Buf) message() (*Message, error) {
 	h, err := b.ParseHeader()
 	if err != nil {
 		return nil, err
@@ -405,8 +404,18 @@ func ParseMessage(raw []byte, limit int) (*Message, error) {
 	if err := b.Skip(TStruct, 0); err != nil {
 		return nil, err
 	}
+	return &Message{Header: h, Raw: b.B[:b.Pos], BodyOff: off}, nil
+}
+
+// ParseMessage parses a complete message held in raw.
+func ParseMessage(raw []byte, limit int) (*Message, error) {
+	b := Buf{B: raw, Limit: limit}
+	m, err := b.message()
+	if err != nil {
+		return nil, err
+	}
 	if b.Pos != len(raw) {
 		return nil, perr(ErrMalformed, b.Pos, "%d trailing bytes after message", len(raw)-b.Pos)
 	}
-	return &Message{Header: h, Raw: raw, BodyOff: off}, nil
+	return m, nil
 }
