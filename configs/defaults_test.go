@@ -314,3 +314,22 @@ func TestDroppedBackslashWarns(t *testing.T) {
 		t.Error("Java drops the backslash: the pattern is sales_d+")
 	}
 }
+
+func TestDebugTracingBelowDebugLevelWarns(t *testing.T) {
+	base := map[string]string{"catalogs": "c1", "catalog.c1.conf.hive.metastore.uris": "thrift://h:9083", "logging.debug-tracing": "true"}
+	cfg, err := Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(cfg.Warnings, "\n"), "logging.debug-tracing=true has no effect") {
+		t.Fatalf("no warning: %v", cfg.Warnings)
+	}
+	base["logging.level"] = "debug"
+	cfg, err = Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.Join(cfg.Warnings, "\n"), "debug-tracing") {
+		t.Fatalf("unexpected warning at DEBUG: %v", cfg.Warnings)
+	}
+}

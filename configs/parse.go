@@ -975,6 +975,9 @@ func (p *parser) parseLogging(cfg *Config) {
 	l.MaxFileSizeBytes = p.mebibytes("logging.max-file-size-mb", DefaultLogMaxFileSizeMB)
 	l.MaxBackups, _ = p.intKey("logging.max-backups", DefaultLogMaxBackups, 0, math.MaxInt32)
 	l.DebugTracing, _ = p.boolean("logging.debug-tracing", false)
+	if l.DebugTracing && l.Level != LevelDebug {
+		p.warnf("logging.debug-tracing=true has no effect while logging.level=%s: traces are written at DEBUG", l.Level)
+	}
 	if cfg.Audit.Enabled && l.File != "" && cfg.Audit.File != "" && filepath.Clean(l.File) == filepath.Clean(cfg.Audit.File) {
 		p.fail(errorf("logging.file", l.File, "is also audit.file; the audit log must be a file of its own so it stays valid JSON lines"))
 	}

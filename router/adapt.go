@@ -15,6 +15,7 @@ type backendCaller struct {
 	ctx     context.Context
 	b       *Backend
 	dialect *compat.Dialect
+	trace   Tracer
 	seq     int32
 }
 
@@ -27,7 +28,14 @@ func (bc *backendCaller) Call(method string, args wire.Value) (wire.Value, error
 			return wire.Value{}, err
 		}
 	}
+	ri := Info(bc.ctx)
+	if bc.trace != nil && ri != nil {
+		bc.trace.Backend(ri.ID, bc.b.Name(), req)
+	}
 	reply, done, err := bc.b.Call(bc.ctx, req, false, false)
+	if bc.trace != nil && ri != nil {
+		bc.trace.BackendReply(ri.ID, bc.b.Name(), reply, err)
+	}
 	if err != nil {
 		return wire.Value{}, err
 	}
@@ -104,7 +112,7 @@ func (r *Router) adapted(ctx context.Context, c *call, cat *Catalog, ad *compat.
 		c.status = "error"
 		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppProtocolError, m.Name+": cannot read arguments: "+err.Error())...)
 	}
-	res, err := ad.Run(&backendCaller{ctx: ctx, b: r.backends[cat], dialect: r.dialects[cat]}, &v)
+	res, err := ad.Run(&backendCaller{ctx: ctx, b: r.backends[cat], dialect: r.dialects[cat], trace: r.trace}, &v)
 	rt := r.runtimes[cat]
 	if r.metrics != nil {
 		r.metrics.BackendFallback(m.Name, m.Name, ad.To)

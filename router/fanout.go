@@ -15,7 +15,14 @@ import (
 // name the catalog.
 func (r *Router) callValue(ctx context.Context, cat *Catalog, method string, args wire.Value, outward bool) (wire.Value, error) {
 	req := wire.AppendMessage(nil, wire.Header{Name: method, Type: wire.Call, SeqID: 1}, &args)
+	ri := Info(ctx)
+	if r.trace != nil && ri != nil {
+		r.trace.Backend(ri.ID, cat.Name, req)
+	}
 	reply, done, err := r.backends[cat].Call(ctx, req, false, true)
+	if r.trace != nil && ri != nil {
+		r.trace.BackendReply(ri.ID, cat.Name, reply, err)
+	}
 	if err != nil {
 		if r.metrics != nil {
 			r.metrics.BackendFailure(cat.Name, "TTransportException")

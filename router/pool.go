@@ -31,6 +31,8 @@ type BackendOptions struct {
 	MaxReply       int // bound on one backend reply
 	// Dial opens the transport; nil = plain TCP. Kerberos/SASL plugs in here.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// OnSessions is told the active and idle session counts when they change.
+	OnSessions func(active, idle int)
 	// OnAcquireTimeout is told when a borrow gives up (metrics).
 	OnAcquireTimeout func(operation string)
 }
@@ -64,6 +66,7 @@ type BackendHealth struct {
 }
 
 type session struct {
+	reused  bool // came from the idle pool
 	conn    net.Conn
 	r       *bufio.Reader
 	w       *bufio.Writer
@@ -127,7 +130,11 @@ func (b *Backend) Call(ctx context.Context, req []byte, oneway, retry bool) (rep
 	}
 	start := time.Now()
 	reply, err = b.roundTrip(ctx, s, req, oneway)
-	if err != nil && retry && ctx.Err() == nil {
+	// Only a pooled session that went stale while idle (the metastore
+	// restarted, a firewall dropped it) deserves a second try; a fresh
+	// connection that failed, or a call that timed out, would just fail (or
+	// hang) again and double the client's wait.
+	if err != nil && retry && s.reused && !isTimeout(err) && ctx.Err() == nil {
 		b.discard(s)
 		if s, err = b.borrowFresh(ctx); err != nil {
 			b.release()
@@ -196,6 +203,8 @@ func (b *Backend) borrow(ctx context.Context) (*session, error) {
 	}
 	select {
 	case s := <-b.idle:
+		s.reused = true
+		b.publish()
 		return s, nil
 	default:
 	}
@@ -205,13 +214,29 @@ func (b *Backend) borrow(ctx context.Context) (*session, error) {
 		b.failure(err)
 		return nil, err
 	}
+	b.publish()
 	return s, nil
 }
 
 // borrowFresh dials a new session under the permit already held.
 func (b *Backend) borrowFresh(ctx context.Context) (*session, error) { return b.dial(ctx) }
 
-func (b *Backend) release() { <-b.permits }
+func (b *Backend) release() {
+	<-b.permits
+	b.publish()
+}
+
+// publish reports the pool's active and idle sessions (metrics).
+func (b *Backend) publish() {
+	if b.opt.OnSessions != nil {
+		b.opt.OnSessions(len(b.permits), len(b.idle))
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
 
 func (b *Backend) giveBack(s *session) {
 	b.mu.Lock()
@@ -222,6 +247,7 @@ func (b *Backend) giveBack(s *session) {
 	} else {
 		select {
 		case b.idle <- s:
+			s.reused = false
 		default:
 			s.conn.Close()
 		}

@@ -106,6 +106,11 @@ func New(opt Options) (*Router, error) {
 			ConnectTimeout: cc.ConnectTimeout, SocketTimeout: cc.SocketTimeout,
 			ConnectRetries: cc.ConnectRetries, RetryDelay: cc.ConnectRetryDelay, Framed: cc.FramedTransport,
 			Dial: opt.Dial,
+			OnSessions: func(active, idle int) {
+				if r.metrics != nil {
+					r.metrics.SetBackendSessions(name, active, idle)
+				}
+			},
 			OnAcquireTimeout: func(op string) {
 				if r.metrics != nil {
 					r.metrics.SessionAcquireTimeout(name, op)

@@ -22,6 +22,11 @@ import (
 // Call the returned close function (or let cleanup do it) to drop every
 // connection; tests register it after starting the proxy so it runs first.
 func blackHole(t *testing.T) (uri string, closeAll func()) {
+	uri, closeAll, _ = blackHoleCounting(t)
+	return uri, closeAll
+}
+
+func blackHoleCounting(t *testing.T) (uri string, closeAll func(), accepted func() int) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +54,7 @@ func blackHole(t *testing.T) (uri string, closeAll func()) {
 		mu.Unlock()
 	}
 	t.Cleanup(closeAll)
-	return "thrift://" + l.Addr().String(), closeAll
+	return "thrift://" + l.Addr().String(), closeAll, func() int { mu.Lock(); defer mu.Unlock(); return len(conns) }
 }
 
 // slowForwarder relays to a real metastore, holding each reply back by delay.
@@ -237,5 +242,25 @@ func TestShutdownIsBoundedWhenACallHangs(t *testing.T) {
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("shutdown exceeded its limit: %v", d)
+	}
+}
+
+// A call that times out on a fresh connection is not retried: retrying
+// would double the client's wait on a hanging metastore.
+func TestTimedOutCallIsNotRetried(t *testing.T) {
+	needHive(t)
+	hole, closeHole, accepted := blackHoleCounting(t)
+	p := proxytest.Start(t, twoCatalogs("catalog.catalog2.conf.hive.metastore.uris="+hole,
+		"catalog.catalog2.conf.hive.metastore.client.socket.timeout=1s"))
+	t.Cleanup(closeHole)
+	start := time.Now()
+	_, err := proxytest.Client(t, p.URI("primary")).GetDatabase(ctx(t), "catalog2__x")
+	d := time.Since(start)
+	metaErr(t, err, "catalog2")
+	if d > 1900*time.Millisecond {
+		t.Fatalf("the client waited %v for a 1 s socket timeout: the call was retried", d)
+	}
+	if n := accepted(); n != 1 {
+		t.Fatalf("the proxy opened %d connections for one call", n)
 	}
 }

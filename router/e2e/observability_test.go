@@ -242,7 +242,6 @@ func obsReady(t *testing.T, p *proxytest.Proxy) obsReadyz {
 var obsNoProducer = map[string]string{
 	"hms_proxy_lock_request_split_total": "feature missing: lock requests naming several catalogs are refused as ambiguous, never split",
 	"hms_proxy_rate_limited_total":       "feature missing: overload protection (rate-limit.*) is recognised by configs but not implemented",
-	"hms_proxy_backend_sessions":         "BUG: router/pool.go never calls Metrics.SetBackendSessions, so the pooled-session gauge has no series",
 }
 
 func TestObsDashboardAgainstRealPrometheusAndRealTraffic(t *testing.T) {
