@@ -82,6 +82,8 @@ if [ -d cmd/hms-proxy ]; then
   fi
   (cd "$DEMO" && exec ./hms-proxy demo.properties) >>"$DEMO/logs/proxy.out" 2>&1 &
   PROXY_PID=$!
+  # should this script be killed outright (no trap runs), do not leave the proxy holding 9083
+  ( while kill -0 $$ 2>/dev/null; do sleep 1; done; kill -TERM "$PROXY_PID" 2>/dev/null ) </dev/null >/dev/null 2>&1 &
   echo
   echo "demo: starting hms-proxy ($DEMO/demo.properties, from $TEMPLATE)..."
   for _ in $(seq 1 120); do
