@@ -15,6 +15,7 @@ type backendCaller struct {
 	ctx     context.Context
 	b       *Backend
 	dialect *compat.Dialect
+	guard   *compat.Guard // set for writes: refuse what the runtime would drop
 	trace   Tracer
 	seq     int32
 }
@@ -23,6 +24,11 @@ func (bc *backendCaller) Call(method string, args wire.Value) (wire.Value, error
 	bc.seq++
 	req := wire.AppendMessage(nil, wire.Header{Name: method, Type: wire.Call, SeqID: bc.seq}, &args)
 	var err error
+	if bc.guard != nil {
+		if err := bc.guard.Check(method, args.Encode()); err != nil {
+			return wire.Value{}, err
+		}
+	}
 	if bc.dialect.Touches(method, false) {
 		if req, err = remapMessage(req, bc.dialect.ToWire, false); err != nil {
 			return wire.Value{}, err
@@ -105,14 +111,18 @@ func (r *Router) dispatchDialect(ctx context.Context, c *call, d *compat.Dialect
 // internalized) arguments are decoded, mapped to what the backend runtime
 // speaks, and the answer mapped back to the client's result, then rewritten
 // outward as any reply.
-func (r *Router) adapted(ctx context.Context, c *call, cat *Catalog, ad *compat.Adapter, args []byte, out []byte) []byte {
+func (r *Router) adapted(ctx context.Context, c *call, cat *Catalog, ad *compat.Adapter, args []byte, writes bool, out []byte) []byte {
 	m := c.msg
 	v, err := wire.DecodeStruct(args)
 	if err != nil {
 		c.status = "error"
 		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppProtocolError, m.Name+": cannot read arguments: "+err.Error())...)
 	}
-	res, err := ad.Run(&backendCaller{ctx: ctx, b: r.backends[cat], dialect: r.dialects[cat], trace: r.trace}, &v)
+	bc := &backendCaller{ctx: ctx, b: r.backends[cat], dialect: r.dialects[cat], trace: r.trace}
+	if writes {
+		bc.guard = r.guards[cat]
+	}
+	res, err := ad.Run(bc, &v)
 	rt := r.runtimes[cat]
 	if r.metrics != nil {
 		r.metrics.BackendFallback(m.Name, m.Name, ad.To)

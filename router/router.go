@@ -43,6 +43,7 @@ type Router struct {
 	policies map[*Catalog]*Policy
 	runtimes map[*Catalog]*compat.Runtime
 	dialects map[*Catalog]*compat.Dialect // backend field-id dialects (HDP 3.1.5 Table)
+	guards   map[*Catalog]*compat.Guard   // refuse writes the backend runtime would silently drop
 	metrics  *monitoring.Metrics
 	audit    *audit.Logger
 	log      *slog.Logger
@@ -72,7 +73,7 @@ func New(opt Options) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Router{table: table, backends: map[*Catalog]*Backend{}, policies: map[*Catalog]*Policy{}, runtimes: map[*Catalog]*compat.Runtime{}, dialects: map[*Catalog]*compat.Dialect{},
+	r := &Router{table: table, backends: map[*Catalog]*Backend{}, policies: map[*Catalog]*Policy{}, runtimes: map[*Catalog]*compat.Runtime{}, dialects: map[*Catalog]*compat.Dialect{}, guards: map[*Catalog]*compat.Guard{},
 		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: int(cfg.Server.MaxMessageSize), trace: opt.Tracer}
 	if r.log == nil {
 		r.log = slog.Default()
@@ -126,6 +127,9 @@ func New(opt Options) (*Router, error) {
 			return nil, fmt.Errorf("catalog.%s.runtime-profile: %v", c.Name, err)
 		}
 		if r.dialects[c], err = compat.NewDialect(r.runtimes[c]); err != nil {
+			return nil, err
+		}
+		if r.guards[c], err = compat.NewGuard(r.runtimes[c]); err != nil {
 			return nil, err
 		}
 	}
@@ -417,7 +421,8 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 	cat := rt.cat
 	c.catalog, c.routed = cat.Name, true
 	pol := r.policies[cat]
-	if spec.IsWrite() && writesData(spec, m.Body()) {
+	writes := spec.IsWrite() && writesData(spec, m.Body())
+	if writes {
 		if why := pol.writeRefusal(cat.Name, m.Name, rt.dbs); why != "" {
 			return r.refuse(c, out, why)
 		}
@@ -433,7 +438,7 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 	runtime := r.runtimes[cat]
 	switch mode, ad := runtime.Plan(spec.Name); mode {
 	case compat.Adapted:
-		return r.adapted(ctx, c, cat, ad, wire.Apply(nil, m.Body(), rt.patches), out)
+		return r.adapted(ctx, c, cat, ad, wire.Apply(nil, m.Body(), rt.patches), writes, out)
 	case compat.HortonworksOnly:
 		return r.refuse(c, out, compat.HortonworksMessage(m.Name, cat.Name, runtime))
 	case compat.Unsupported:
@@ -442,7 +447,15 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 	}
 	reqp := r.bufs.Get().(*[]byte)
 	req := wire.AppendHeader((*reqp)[:0], wire.Header{Name: m.Name, Type: m.Type, SeqID: m.SeqID})
+	bodyAt := len(req)
 	req = wire.Apply(req, m.Body(), rt.patches)
+	if writes {
+		if err := r.guards[cat].Check(spec.Name, req[bodyAt:]); err != nil {
+			*reqp = req
+			r.bufs.Put(reqp)
+			return r.refuse(c, out, fmt.Sprintf("%s on catalog %s refused: %v", m.Name, cat.Name, err))
+		}
+	}
 	dialect := r.dialects[cat]
 	if dialect.Touches(spec.Name, false) {
 		if req, err = remapMessage(req, dialect.ToWire, false); err != nil {

@@ -25,8 +25,10 @@ type Plan struct {
 	fields []fieldPlan // sorted by id
 	direct [64]int8    // id -> index+1 into fields for ids 0..63
 	// watch: report every field of this struct (RoleField spans), for
-	// field-id dialects such as HDP 3.1.5's Table.
+	// field-id dialects such as HDP 3.1.5's Table; flags: report these
+	// fields only.
 	watch bool
+	flags map[int16]bool
 }
 
 // RoleField marks a whole field of a watched struct: Start is its header,
@@ -59,14 +61,25 @@ func (p *Plan) field(id int16) *fieldPlan {
 }
 
 // Empty reports whether nothing in the struct carries a role.
-func (p *Plan) Empty() bool { return p == nil || (len(p.fields) == 0 && !p.watch) }
+func (p *Plan) Empty() bool { return p == nil || (len(p.fields) == 0 && !p.watch && len(p.flags) == 0) }
 
 // Compiler builds and memoises plans for one role assignment.
 type Compiler struct {
 	roles RoleFunc
 	watch map[string]bool
+	flag  FlagFunc
 	memo  map[string]*Plan
 	busy  map[string]bool
+}
+
+// FlagFunc selects fields to report as RoleField spans wherever they occur.
+type FlagFunc func(structName string, f *thriftgen.Field) bool
+
+// NewFlagCompiler returns a compiler that reports the flagged fields only.
+func NewFlagCompiler(flag FlagFunc) *Compiler {
+	c := NewCompiler(func(string, *thriftgen.Field) Role { return RoleNone })
+	c.flag = flag
+	return c
 }
 
 // NewCompiler returns a compiler for the given role assignment; structs
@@ -96,6 +109,12 @@ func (c *Compiler) Plan(name string) (*Plan, error) {
 	defer delete(c.busy, name)
 	p := &Plan{Name: name, watch: c.watch[name]}
 	for _, f := range s.Fields {
+		if c.flag != nil && c.flag(name, f) {
+			if p.flags == nil {
+				p.flags = map[int16]bool{}
+			}
+			p.flags[f.ID] = true
+		}
 		fp, err := c.fieldPlan(name, f)
 		if err != nil {
 			return nil, err
@@ -104,7 +123,7 @@ func (c *Compiler) Plan(name string) (*Plan, error) {
 			p.fields = append(p.fields, *fp)
 		}
 	}
-	if len(p.fields) == 0 && !p.watch {
+	if len(p.fields) == 0 && !p.watch && len(p.flags) == 0 {
 		c.memo[name] = nil
 		return nil, nil
 	}
@@ -234,7 +253,7 @@ func (b *Buf) walkStruct(p *Plan, visit func(*Span) error, depth int) error {
 		if t == TStop {
 			return nil
 		}
-		if p != nil && p.watch {
+		if p != nil && (p.watch || p.flags[id]) {
 			start := b.Pos - 3
 			probe := Buf{B: b.B, Pos: b.Pos, Limit: b.Limit}
 			if err := probe.Skip(t, depth+1); err != nil {

@@ -132,6 +132,14 @@ func TestHDP315ClientOnApache313Backend(t *testing.T) {
 	sent := capTable(ext, "t")
 	sent.TableType, sent.Parameters = "MANAGED_TABLE", nil
 	sent.PartitionKeys = []*thriftgen.FieldSchema{{Name: "p", Type: "string"}}
+	// 3.1.3's Table ends at field 18: it cannot hold accessType or the
+	// capability lists, so a table carrying them is refused, naming the
+	// field, instead of being stored without them.
+	metaErr(t, c.CreateTableReq(hctx, &thriftgen.CreateTableRequest{Table: sent}), "Table.accessType", "APACHE_3_1_3")
+	if _, err := direct.GetTable(ctx(t), db, "t"); !isNotFound(err) {
+		t.Fatalf("a refused create_table_req reached the backend: %v", err)
+	}
+	sent.AccessType, sent.RequiredReadCapabilities, sent.RequiredWriteCapabilities = nil, nil, nil
 	if err := c.CreateTableReq(hctx, &thriftgen.CreateTableRequest{Table: sent}); err != nil {
 		t.Fatalf("create_table_req: %v", err)
 	}
@@ -144,15 +152,8 @@ func TestHDP315ClientOnApache313Backend(t *testing.T) {
 	if err != nil || back.DbName != ext {
 		t.Fatalf("get_table through the HDP listener: %+v %v", back, err)
 	}
-	// 3.1.3's Table ends at field 18: it cannot hold accessType or the
-	// capability lists. Whatever comes back must never be another field's
-	// value; loss is reported (see the closing notes of the HDP work).
-	if capsOf(back) != capsOf(sent) {
-		if back.AccessType != nil || back.RequiredReadCapabilities != nil || back.RequiredWriteCapabilities != nil {
-			t.Fatalf("capabilities came back altered: %s, sent %s", capsOf(back), capsOf(sent))
-		}
-		t.Logf("FINDING: create_table_req with %s on an APACHE_3_1_3 catalog succeeded, and the backend dropped all three fields without an error (reads back %s)",
-			capsOf(sent), capsOf(back))
+	if back.AccessType != nil || back.RequiredReadCapabilities != nil || back.RequiredWriteCapabilities != nil {
+		t.Fatalf("capabilities appeared from nowhere: %s", capsOf(back))
 	}
 
 	// alter_table_req -> alter_table_with_environment_context
@@ -282,6 +283,12 @@ func TestHDP315TableDialectMappedAtBothEdges(t *testing.T) {
 	sent := capTable("hdp__sales", "t4")
 	id := int64(4242)
 	sent.Id = &id
+	// Table.id (Hive 4 only) has no slot in HDP 3.1.5: refused, not dropped.
+	metaErr(t, h4.CreateTableReq(c4, &thriftgen.CreateTableRequest{Table: sent}), "Table.id", "HORTONWORKS_3_1_0_3_1_5_6150_1")
+	if len(dbl.Calls("create_table_req")) != 0 {
+		t.Fatal("a refused create_table_req reached the HDP backend")
+	}
+	sent.Id = nil
 	if err := h4.CreateTableReq(c4, &thriftgen.CreateTableRequest{Table: sent}); err != nil {
 		t.Fatalf("create_table_req (Hive 4 client): %v", err)
 	}
@@ -481,6 +488,12 @@ func TestHDP78BackendFromHive4Client(t *testing.T) {
 	wid, id, txn := int64(5), int64(99), int64(77)
 	compliant := true
 	sent.WriteId, sent.IsStatsCompliant, sent.Id, sent.TxnId = &wid, &compliant, &id, &txn
+	// HDP-78's Table ends at field 20: fields 21-28 would be dropped there.
+	metaErr(t, c.CreateTableReq(c4, &thriftgen.CreateTableRequest{Table: sent}), "HORTONWORKS_3_1_0_3_1_0_78")
+	if len(dbl.Calls("create_table_with_environment_context")) != 0 {
+		t.Fatal("a refused create_table_req reached HDP-78")
+	}
+	sent.AccessType, sent.RequiredReadCapabilities, sent.RequiredWriteCapabilities, sent.Id, sent.TxnId = nil, nil, nil, nil, nil
 	if err := c.CreateTableReq(c4, &thriftgen.CreateTableRequest{Table: sent}); err != nil {
 		t.Fatalf("create_table_req on HDP-78: %v", err)
 	}
@@ -501,7 +514,7 @@ func TestHDP78BackendFromHive4Client(t *testing.T) {
 		t.Fatalf("HDP-78's Table ends at 20: %+v", stored)
 	}
 	if s := calls[0].Skipped; len(s) > 0 {
-		t.Logf("FINDING: the proxy forwarded Table fields HDP-78 does not have; a real HDP-78 metastore drops them without an error: %v", s)
+		t.Fatalf("the proxy forwarded fields HDP-78 does not have (it would drop them): %v", s)
 	}
 	got, err := c.GetTableReq(c4, &thriftgen.GetTableRequest{DbName: "hdp78__ops", TblName: "t"})
 	if err != nil || got.Table.DbName != "hdp78__ops" || got.Table.WriteId == nil || *got.Table.WriteId != 5 || got.Table.AccessType != nil {
@@ -538,5 +551,35 @@ func TestHDP78BackendFromHive4Client(t *testing.T) {
 	}
 	if n := dbl.Calls("add_write_notification_log"); len(n) != 1 || n[0].Args.(*thriftgen.AddWriteNotificationLogArgs).Rqst.Db != "ops" {
 		t.Fatalf("add_write_notification_log at HDP-78: %+v", n)
+	}
+}
+
+// A Hive 4 alter_table_req with expectedParameterKey/Value is conditional; an
+// HDP runtime has alter_table_req but not those fields, so forwarding it
+// would make the alter unconditional. It is refused instead.
+func TestHDPConditionalAlterIsNotMadeUnconditional(t *testing.T) {
+	needHive(t)
+	for _, prof := range []thriftgen.ProfileSet{thriftgen.ProfileHDP78, thriftgen.ProfileHDP315} {
+		dbl := hdptest.Start(t, prof)
+		name := prof.Names()[0]
+		p := proxytest.Start(t, map[string]string{
+			"catalogs":                "catalog1,hdp",
+			"routing.default-catalog": "catalog1",
+			"catalog.catalog1.conf.hive.metastore.uris": hms1.URI,
+			"catalog.hdp.conf.hive.metastore.uris":      dbl.URI(),
+			"catalog.hdp.runtime-profile":               name,
+			"compatibility.frontend-profile":            "APACHE_4_1_0",
+		})
+		c := proxytest.Client(t, p.URI("primary"))
+		if err := c.CreateDatabase(ctx(t), &thriftgen.Database{Name: "hdp__db"}); err != nil {
+			t.Fatal(err)
+		}
+		key, val := "metadata_location", "s3://old"
+		_, err := c.AlterTableReq(ctx(t), &thriftgen.AlterTableRequest{DbName: "hdp__db", TableName: "t",
+			Table: table("hdp__db", "t"), ExpectedParameterKey: &key, ExpectedParameterValue: &val})
+		metaErr(t, err, "expectedParameterKey", name)
+		if calls := dbl.Calls("alter_table_req"); len(calls) != 0 {
+			t.Fatalf("%s: the conditional alter reached the backend unconditionally", name)
+		}
 	}
 }
