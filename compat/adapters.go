@@ -437,14 +437,26 @@ func dropDatabaseReq(c Caller, args *wire.Value) (wire.Value, error) {
 	if isTrue(r.Field(fid("DropDatabaseRequest", "softDelete"))) {
 		return wire.Value{}, refused("drop_database_req with softDelete=true needs a Hive 4 backend")
 	}
-	a := move(r, fid("DropDatabaseRequest", "name"), 1, fid("DropDatabaseRequest", "deleteData"), 2, fid("DropDatabaseRequest", "cascade"), 3)
-	res, err := callInto(c, "drop_database_req", "drop_database", a)
-	if err == nil && res.failed && isTrue(r.Field(fid("DropDatabaseRequest", "ignoreUnknownDb"))) {
-		// ignoreUnknownDb: a missing database is not an error.
-		if res.v.Field(fid2("drop_database_req_result", "NoSuchObjectException")) != nil {
+	name := r.Field(fid("DropDatabaseRequest", "name"))
+	if name == nil {
+		return wire.Value{}, refused("drop_database_req needs a database name")
+	}
+	// Ask first, as Hive's own client does: a 3.1.3 drop_database of a
+	// missing database answers a MetaException wrapping a
+	// NullPointerException rather than NoSuchObjectException.
+	got, err := callInto(c, "drop_database_req", "get_database", wire.Struct(wire.Field{ID: 1, V: *name}))
+	if err != nil {
+		return got.v, err
+	}
+	if got.failed {
+		if got.v.Field(fid2("drop_database_req_result", "NoSuchObjectException")) != nil &&
+			isTrue(r.Field(fid("DropDatabaseRequest", "ignoreUnknownDb"))) {
 			return wire.Struct(), nil
 		}
+		return got.v, nil
 	}
+	a := move(r, fid("DropDatabaseRequest", "name"), 1, fid("DropDatabaseRequest", "deleteData"), 2, fid("DropDatabaseRequest", "cascade"), 3)
+	res, err := callInto(c, "drop_database_req", "drop_database", a)
 	return res.v, err
 }
 
@@ -534,22 +546,57 @@ func allTableConstraints(c Caller, args *wire.Value) (wire.Value, error) {
 	return success(&resp), nil
 }
 
+// deleteColumnStatisticsReq reads the request as Hive 4 does: tableLevel
+// absent means false, and false on a partitioned table deletes the named
+// partitions' statistics (every partition's when none are named), leaving
+// the table's own; on an unpartitioned table it deletes the table's.
 func deleteColumnStatisticsReq(c Caller, args *wire.Value) (wire.Value, error) {
+	const m = "delete_column_statistics_req"
 	r := arg1(args)
 	db, tb := r.Field(fid("DeleteColumnStatisticsRequest", "db_name")), r.Field(fid("DeleteColumnStatisticsRequest", "tbl_name"))
 	if db == nil || tb == nil {
 		return wire.Value{}, refused("delete_column_statistics_req needs db_name and tbl_name")
 	}
 	engine := r.Field(fid("DeleteColumnStatisticsRequest", "engine"))
-	cols := []wire.Value{{}} // zero Value: "all columns" (argument left out)
+	cols := []wire.Value{{}} // zero Value: every column (argument left out)
 	if l := r.Field(fid("DeleteColumnStatisticsRequest", "col_names")); l != nil && len(l.Elems) > 0 {
 		cols = l.Elems
 	}
-	tableLevel := r.Field(fid("DeleteColumnStatisticsRequest", "tableLevel"))
-	parts := r.Field(fid("DeleteColumnStatisticsRequest", "part_names"))
+	var parts []wire.Value
+	if !isTrue(r.Field(fid("DeleteColumnStatisticsRequest", "tableLevel"))) {
+		tbl, err := callInto(c, m, "get_table", wire.Struct(wire.Field{ID: 1, V: *db}, wire.Field{ID: 2, V: *tb}))
+		if err != nil || tbl.failed {
+			return tbl.v, err
+		}
+		if keys := tbl.v.Field(0).Field(fid("Table", "partitionKeys")); keys != nil && len(keys.Elems) > 0 {
+			if l := r.Field(fid("DeleteColumnStatisticsRequest", "part_names")); l != nil && len(l.Elems) > 0 {
+				parts = l.Elems
+			} else {
+				names, err := callInto(c, m, "get_partition_names", wire.Struct(wire.Field{ID: 1, V: *db}, wire.Field{ID: 2, V: *tb},
+					wire.Field{ID: 3, V: wire.Value{Type: wire.TI16, Int: -1}}))
+				if err != nil || names.failed {
+					return names.v, err
+				}
+				if l := names.v.Field(0); l != nil {
+					parts = l.Elems
+				}
+			}
+			if len(parts) == 0 {
+				return success(ptr(wire.Bool(true))), nil
+			}
+		}
+	}
 	ok := true
+	call := func(method string, a wire.Value) (wire.Value, bool, error) {
+		res, err := callInto(c, m, method, a)
+		if err != nil || res.failed {
+			return res.v, true, err
+		}
+		ok = ok && isTrue(res.v.Field(0))
+		return wire.Value{}, false, nil
+	}
 	for _, col := range cols {
-		if tableLevel == nil || tableLevel.Int != 0 || parts == nil {
+		if parts == nil {
 			a := wire.Struct(wire.Field{ID: 1, V: *db}, wire.Field{ID: 2, V: *tb})
 			if col.Type != 0 {
 				a.Set(3, col)
@@ -557,14 +604,12 @@ func deleteColumnStatisticsReq(c Caller, args *wire.Value) (wire.Value, error) {
 			if engine != nil {
 				a.Set(4, *engine)
 			}
-			res, err := callInto(c, "delete_column_statistics_req", "delete_table_column_statistics", a)
-			if err != nil || res.failed {
-				return res.v, err
+			if v, stop, err := call("delete_table_column_statistics", a); stop {
+				return v, err
 			}
-			ok = ok && isTrue(res.v.Field(0))
 			continue
 		}
-		for _, p := range parts.Elems {
+		for _, p := range parts {
 			a := wire.Struct(wire.Field{ID: 1, V: *db}, wire.Field{ID: 2, V: *tb}, wire.Field{ID: 3, V: p})
 			if col.Type != 0 {
 				a.Set(4, col)
@@ -572,11 +617,9 @@ func deleteColumnStatisticsReq(c Caller, args *wire.Value) (wire.Value, error) {
 			if engine != nil {
 				a.Set(5, *engine)
 			}
-			res, err := callInto(c, "delete_column_statistics_req", "delete_partition_column_statistics", a)
-			if err != nil || res.failed {
-				return res.v, err
+			if v, stop, err := call("delete_partition_column_statistics", a); stop {
+				return v, err
 			}
-			ok = ok && isTrue(res.v.Field(0))
 		}
 	}
 	return success(ptr(wire.Bool(ok))), nil

@@ -15,6 +15,7 @@ package compat
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
@@ -98,7 +99,14 @@ func UnsupportedMessage(method, catalog string, r *Runtime) string {
 // HortonworksMessage is the MetaException text for an HDP-only method aimed
 // at a runtime without it.
 func HortonworksMessage(method, catalog string, r *Runtime) string {
-	return fmt.Sprintf("%s requires a Hortonworks backend runtime; catalog %s runs %s", method, catalog, r.Name)
+	var have []string
+	for _, x := range runtimes {
+		if x.Has(method) {
+			have = append(have, x.Name)
+		}
+	}
+	return fmt.Sprintf("%s requires a Hortonworks backend runtime that has it (%s); catalog %s runs %s",
+		method, strings.Join(have, " or "), catalog, r.Name)
 }
 
 // Caller sends one call to the backend: args is the method's *_args struct,

@@ -97,12 +97,19 @@ func (r *Router) dispatchDialect(ctx context.Context, c *call, d *compat.Dialect
 		return out
 	}
 	reply, err := wire.ParseMessage(out[mark:], 0)
-	if err != nil || reply.Type != wire.Reply {
+	if err == nil && reply.Type != wire.Reply {
 		return out
 	}
-	mapped, err := d.ToWire(m.Name, true, reply.Body())
+	var mapped []byte
+	if err == nil {
+		mapped, err = d.ToWire(m.Name, true, reply.Body())
+	}
 	if err != nil {
-		return out
+		// Never send an unmapped answer: the client would read one
+		// field's value as another's.
+		c.status = "error"
+		return append(out[:mark], wire.AppException(m.Name, m.SeqID, wire.AppInternalError,
+			fmt.Sprintf("%s: the answer cannot be mapped to the client's field ids: %v", m.Name, err))...)
 	}
 	return append(out[:mark+reply.BodyOff], mapped...)
 }
