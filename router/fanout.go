@@ -41,7 +41,7 @@ func (r *Router) callValue(ctx context.Context, cat *Catalog, method string, arg
 	if outward {
 		spec := r.table.Lookup(method)
 		if spec != nil && spec.Result != nil {
-			patches, err := r.outwardPatches(spec.Result, cat, body)
+			patches, err := r.outwardPatches(spec.Result, cat, body, nil)
 			if err != nil {
 				return wire.Value{}, fmt.Errorf("catalog %s: unreadable %s reply: %v", cat.Name, method, err)
 			}

@@ -28,7 +28,11 @@ type Catalog struct {
 	// patterns: every '_' became '.', so "remote_hdp__" reads "remote.hdp..".
 	hs2Prefix string
 	lowerSep  string // strings.ToLower(Name) + sep
+	enc       []byte // Name as an encoded Thrift string (outward catName)
 }
+
+// encoded is the catalog's name as a Thrift string, built once.
+func (c *Catalog) encoded() []byte { return c.enc }
 
 // NewNamespace builds the model; names must be unique (validated by configs).
 func NewNamespace(sep, defaultCatalog string, preserve bool, cats []*Catalog) *Namespace {
@@ -37,6 +41,7 @@ func NewNamespace(sep, defaultCatalog string, preserve bool, cats []*Catalog) *N
 		c.Default = strings.EqualFold(c.Name, defaultCatalog)
 		c.lowerSep = strings.ToLower(c.Name) + sep
 		c.hs2Prefix = strings.ReplaceAll(c.lowerSep, "_", ".")
+		c.enc = appendPrefixed(nil, c.Name, "", "", nil)
 		n.byName[strings.ToLower(c.Name)] = c
 		n.ordered = append(n.ordered, c)
 		if c.Default {

@@ -66,12 +66,14 @@ type BackendHealth struct {
 }
 
 type session struct {
-	reused  bool // came from the idle pool
-	conn    net.Conn
-	r       *bufio.Reader
-	w       *bufio.Writer
-	addr    string
-	scratch []byte
+	done   func() // gives the session back; bound once per session
+	reused bool   // came from the idle pool
+	conn   net.Conn
+	r      *bufio.Reader
+	w      *bufio.Writer
+	addr   string
+	rd     *wire.Reader // unframed replies (r for framed ones)
+	reply  wire.Message // the last reply; valid until the session is given back
 }
 
 // NewBackend validates the URIs and builds an (unconnected) pool.
@@ -151,7 +153,7 @@ func (b *Backend) Call(ctx context.Context, req []byte, oneway, retry bool) (rep
 		return nil, nil, err
 	}
 	b.success(time.Since(start), s.addr)
-	return reply, func() { b.giveBack(s) }, nil
+	return reply, s.done, nil
 }
 
 func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, oneway bool) (*wire.Message, error) {
@@ -179,27 +181,19 @@ func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, oneway 
 	if b.opt.Framed {
 		m, err = wire.ReadFramed(s.r, wire.Limits{MaxMessage: b.opt.MaxReply})
 	} else {
-		m, err = wire.ReadMessage(s.r, wire.Limits{MaxMessage: b.opt.MaxReply}, s.scratch)
-		if err == nil {
-			s.scratch = m.Raw[:0]
-		}
+		m = &s.reply
+		err = s.rd.Next(m)
 	}
 	return m, err
 }
 
 func (b *Backend) borrow(ctx context.Context) (*session, error) {
-	t := time.NewTimer(b.opt.BorrowTimeout)
-	defer t.Stop()
 	select {
-	case b.permits <- struct{}{}:
-	case <-t.C:
-		if b.opt.OnAcquireTimeout != nil {
-			b.opt.OnAcquireTimeout("borrow")
+	case b.permits <- struct{}{}: // a free session slot: no timer needed
+	default:
+		if err := b.waitPermit(ctx); err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("catalog %s: %w: no session of %d freed up within %v",
-			b.opt.Catalog, ErrPoolExhausted, b.opt.PoolSize, b.opt.BorrowTimeout)
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
 	select {
 	case s := <-b.idle:
@@ -216,6 +210,24 @@ func (b *Backend) borrow(ctx context.Context) (*session, error) {
 	}
 	b.publish()
 	return s, nil
+}
+
+// waitPermit waits for a session slot within the borrow budget.
+func (b *Backend) waitPermit(ctx context.Context) error {
+	t := time.NewTimer(b.opt.BorrowTimeout)
+	defer t.Stop()
+	select {
+	case b.permits <- struct{}{}:
+		return nil
+	case <-t.C:
+		if b.opt.OnAcquireTimeout != nil {
+			b.opt.OnAcquireTimeout("borrow")
+		}
+		return fmt.Errorf("catalog %s: %w: no session of %d freed up within %v",
+			b.opt.Catalog, ErrPoolExhausted, b.opt.PoolSize, b.opt.BorrowTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // borrowFresh dials a new session under the permit already held.
@@ -285,7 +297,14 @@ func (b *Backend) dial(ctx context.Context) (*session, error) {
 				errs = append(errs, err.Error())
 				continue
 			}
-			return &session{conn: c, r: bufio.NewReaderSize(c, 64<<10), w: bufio.NewWriterSize(c, 64<<10), addr: a}, nil
+			s := &session{conn: c, w: bufio.NewWriterSize(c, 64<<10), addr: a}
+			if b.opt.Framed {
+				s.r = bufio.NewReaderSize(c, 64<<10)
+			} else {
+				s.rd = wire.NewReader(c, b.opt.MaxReply)
+			}
+			s.done = func() { b.giveBack(s) }
+			return s, nil
 		}
 	}
 	return nil, fmt.Errorf("catalog %s: cannot connect to any metastore URI (%s): %s",

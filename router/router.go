@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/compat"
@@ -214,7 +215,8 @@ type call struct {
 	defaultRouted bool
 	fallback      bool
 	status        string
-	route         *route
+	rt            route
+	info          RequestInfo
 }
 
 // Handle serves one client message and appends the reply to out (nothing for
@@ -223,7 +225,8 @@ func (r *Router) Handle(ctx context.Context, conn *ConnInfo, msg *wire.Message, 
 	start := time.Now()
 	c := &call{msg: msg, conn: conn, status: "ok"}
 	id := r.seq.Add(1)
-	ctx = context.WithValue(ctx, ctxKey{}, &RequestInfo{ID: id, Method: msg.Name, Conn: conn})
+	c.info = RequestInfo{ID: id, Method: msg.Name, Conn: conn}
+	ctx = context.WithValue(ctx, ctxKey{}, &c.info)
 	mark := len(out)
 	if r.trace != nil {
 		r.trace.Incoming(id, conn, msg)
@@ -307,7 +310,8 @@ func (r *Router) dispatch(ctx context.Context, c *call, out []byte) []byte {
 	return r.single(ctx, c, out)
 }
 
-// route is the namespace resolution of one request.
+// route is the namespace resolution of one request. It lives in the call,
+// with small inline arrays, so a typical request allocates nothing for it.
 type route struct {
 	cat      *Catalog
 	explicit bool
@@ -315,6 +319,20 @@ type route struct {
 	patches  []wire.Patch
 	dbs      []string // internal database names named by the request
 	tables   []string
+	patchArr [4]wire.Patch
+	dbArr    [2]string
+	tblArr   [2]string
+}
+
+// view returns a string sharing b's bytes. The router uses it only for
+// values read from the message being served, whose buffer is neither
+// changed nor reused until the call is answered; nothing that outlives the
+// call may keep such a string.
+func view(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 func (rt *route) hint(c *Catalog) {
@@ -337,14 +355,14 @@ func (rt *route) hint(c *Catalog) {
 
 // routeArgs walks the arguments once: it collects catalog hints and records
 // the inward rewrites (external → internal names).
-func (r *Router) routeArgs(spec *Spec, body []byte) (*route, error) {
-	rt := &route{}
+func (r *Router) routeArgs(spec *Spec, body []byte, rt *route) error {
+	rt.patches, rt.dbs, rt.tables = rt.patchArr[:0], rt.dbArr[:0], rt.tblArr[:0]
 	if spec.Args == nil {
-		return rt, nil
+		return nil
 	}
 	ns := r.ns
-	err := wire.Walk(body, spec.Args, r.maxMsg, func(s *wire.Span) error {
-		val := string(s.Val)
+	return wire.Walk(body, spec.Args, r.maxMsg, func(s *wire.Span) error {
+		val := view(s.Val)
 		switch s.Role {
 		case RoleDB, RoleDBPattern:
 			ref := parseDBRef(val)
@@ -391,14 +409,13 @@ func (r *Router) routeArgs(spec *Spec, body []byte) (*route, error) {
 		}
 		return nil
 	})
-	return rt, err
 }
 
 // single is the generic path: one call to one catalog.
 func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 	m, spec := c.msg, c.spec
-	rt, err := r.routeArgs(spec, m.Body())
-	c.route = rt
+	rt := &c.rt
+	err := r.routeArgs(spec, m.Body(), rt)
 	if err != nil {
 		c.status = "error"
 		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppProtocolError,
@@ -529,7 +546,7 @@ func (r *Router) replyOutward(c *call, cat *Catalog, reply *wire.Message, out []
 	if spec.Result == nil {
 		return append(out, body...)
 	}
-	patches, err := r.outwardPatches(spec.Result, cat, body)
+	patches, err := r.outwardPatches(spec.Result, cat, body, c.rt.patchArr[:0])
 	if err != nil {
 		c.status = "error"
 		out = out[:len(out)-len(wire.AppendHeader(nil, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}))]
@@ -543,28 +560,47 @@ func (r *Router) replyOutward(c *call, cat *Catalog, reply *wire.Message, out []
 }
 
 // outwardPatches computes internal → external rewrites of a result body.
-func (r *Router) outwardPatches(plan *wire.Plan, cat *Catalog, body []byte) ([]wire.Patch, error) {
-	var patches []wire.Patch
+// Replacement bytes are appended to one arena per call (slices taken before
+// the arena grows stay valid), and a catalog's external name is encoded
+// once, so a list of thousands of partitions costs a handful of allocations.
+func (r *Router) outwardPatches(plan *wire.Plan, cat *Catalog, body []byte, patches []wire.Patch) ([]wire.Patch, error) {
+	var arena []byte
 	ns := r.ns
 	err := wire.Walk(body, plan, 0, func(s *wire.Span) error {
-		val := string(s.Val)
-		var ext string
 		switch s.Role {
 		case RoleDB:
-			ext = ns.ExternalDB(cat, val)
+			if cat.Default {
+				return nil
+			}
+			start := len(arena)
+			arena = appendPrefixed(arena, cat.Name, ns.sep, "", s.Val)
+			patches = append(patches, wire.Patch{Start: s.Start, End: s.End, Data: arena[start:len(arena):len(arena)]})
 		case RoleCatalog:
-			ext = ns.ExternalCatalog(cat, val)
+			if ns.preserve || string(s.Val) == cat.Name {
+				return nil
+			}
+			patches = append(patches, wire.Patch{Start: s.Start, End: s.End, Data: cat.encoded()})
 		case RoleFullTable:
-			ext = ns.ExternalFullTable(cat, val)
-		default:
-			return nil
-		}
-		if ext != val {
-			patches = append(patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, ext)})
+			if cat.Default {
+				return nil
+			}
+			start := len(arena)
+			arena = appendPrefixed(arena, cat.Name, ns.sep, "", s.Val)
+			patches = append(patches, wire.Patch{Start: s.Start, End: s.End, Data: arena[start:len(arena):len(arena)]})
 		}
 		return nil
 	})
 	return patches, err
+}
+
+// appendPrefixed appends the Thrift string a+b+c+d.
+func appendPrefixed(dst []byte, a, b, c string, d []byte) []byte {
+	n := len(a) + len(b) + len(c) + len(d)
+	dst = append(dst, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	dst = append(dst, a...)
+	dst = append(dst, b...)
+	dst = append(dst, c...)
+	return append(dst, d...)
 }
 
 // resultHasException reports whether a result struct carries a declared
@@ -586,10 +622,10 @@ func resultHasException(body []byte) bool {
 }
 
 func (r *Router) firstDB(c *call) string {
-	if c.route == nil || len(c.route.dbs) == 0 {
+	if len(c.rt.dbs) == 0 {
 		return ""
 	}
-	return c.route.dbs[0]
+	return c.rt.dbs[0]
 }
 
 // refuse answers with the method's MetaException (or, when the method

@@ -18,31 +18,107 @@ type Limits struct {
 // message is to walk its structure; the walk enforces MaxMessage on the total
 // and on every declared string and container length before reading it.
 // A clean EOF before the first byte returns io.EOF; an EOF inside a message is
-// ErrTruncated.
+// ErrTruncated. It reads exactly the message's bytes from r (use Reader on a
+// connection of your own: it reads ahead and is much cheaper).
 func ReadMessage(r *bufio.Reader, lim Limits, scratch []byte) (*Message, error) {
-	if _, err := r.Peek(1); err != nil {
+	rd := &Reader{src: r, exact: true, buf: scratch[:0], max: lim.MaxMessage}
+	m := new(Message)
+	if err := rd.Next(m); err != nil {
 		return nil, err
 	}
-	max := lim.MaxMessage
-	if max <= 0 {
-		max = 100 << 20
-	}
-	b := &Buf{B: scratch[:0], Limit: max, fill: func(b *Buf, n int) error {
-		if len(b.B)+n > max {
-			return perr(ErrTooLarge, len(b.B), "message grows past %d bytes", max)
+	return m, nil
+}
+
+// Reader reads unframed messages from a stream it owns. It reads ahead in
+// large chunks and parses in place; bytes past one message start the next.
+// A Message it returns stays valid until the next call of Next.
+type Reader struct {
+	src        io.Reader
+	exact      bool // read only what a message needs (the stream is shared)
+	buf        []byte
+	start, end int
+	max        int
+}
+
+// NewReader reads messages of at most max bytes (0: 100 MiB) from src.
+func NewReader(src io.Reader, max int) *Reader {
+	return &Reader{src: src, buf: make([]byte, 0, 32<<10), max: max}
+}
+
+// Peek returns the next n bytes without consuming them.
+func (rd *Reader) Peek(n int) ([]byte, error) {
+	for rd.end-rd.start < n {
+		if err := rd.read(n - (rd.end - rd.start)); err != nil {
+			return nil, err
 		}
-		start := len(b.B)
-		b.B = grow(b.B, n)
-		if _, err := io.ReadFull(r, b.B[start:start+n]); err != nil {
-			b.B = b.B[:start]
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return perr(ErrTruncated, start, "connection ended inside a message")
-			}
+	}
+	return rd.buf[rd.start : rd.start+n], nil
+}
+
+// Buffered is the number of bytes read ahead and not yet consumed.
+func (rd *Reader) Buffered() int { return rd.end - rd.start }
+
+// Next reads one message into m.
+func (rd *Reader) Next(m *Message) error {
+	if rd.max <= 0 {
+		rd.max = 100 << 20
+	}
+	if rd.start == rd.end {
+		rd.start, rd.end = 0, 0
+		if err := rd.read(1); err != nil {
 			return err
 		}
+	}
+	b := Buf{B: rd.buf[rd.start:rd.end], Limit: rd.max, src: rd, max: rd.max}
+	if err := b.message(m); err != nil {
+		return err
+	}
+	rd.start += b.Pos
+	return nil
+}
+
+// read appends at least n bytes to the window, compacting or growing buf;
+// an io.EOF with no byte read is returned as is.
+func (rd *Reader) read(n int) error {
+	if rd.start > 0 && cap(rd.buf)-rd.end < n {
+		copy(rd.buf[:cap(rd.buf)], rd.buf[rd.start:rd.end])
+		rd.end -= rd.start
+		rd.start = 0
+	}
+	if cap(rd.buf)-rd.end < n {
+		nb := make([]byte, rd.end, 2*cap(rd.buf)+n)
+		copy(nb, rd.buf[:rd.end])
+		rd.buf = nb
+	}
+	rd.buf = rd.buf[:cap(rd.buf)]
+	want := rd.buf[rd.end:]
+	if rd.exact {
+		want = want[:n]
+	}
+	got, err := io.ReadAtLeast(rd.src, want, n)
+	rd.end += got
+	rd.buf = rd.buf[:rd.end]
+	if got >= n {
 		return nil
-	}}
-	return b.message()
+	}
+	return err
+}
+
+// fillFrom extends the message being parsed by at least n bytes.
+func (b *Buf) fillFrom(n int) error {
+	rd := b.src
+	if len(b.B)+n > b.max {
+		return perr(ErrTooLarge, len(b.B), "message grows past %d bytes", b.max)
+	}
+	have := len(b.B)
+	if err := rd.read(n); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return perr(ErrTruncated, have, "connection ended inside a message")
+		}
+		return err
+	}
+	b.B = rd.buf[rd.start:rd.end]
+	return nil
 }
 
 func grow(s []byte, n int) []byte {

@@ -234,14 +234,27 @@ type Span struct {
 }
 
 // Walk visits every role string reachable through plan in the encoded struct
-// body, in wire order. A field whose wire type differs from the schema's is
+// body, in wire order. The *Span passed to visit is reused: copy what must
+// outlive the call. A field whose wire type differs from the schema's is
 // skipped (as Thrift readers do), never misinterpreted.
 func Walk(body []byte, plan *Plan, limit int, visit func(*Span) error) error {
-	b := Buf{B: body, Limit: limit}
-	return b.walkStruct(plan, visit, 0)
+	w := walker{b: Buf{B: body, Limit: limit}, visit: visit}
+	return w.b.walkStruct(plan, &w, 0)
 }
 
-func (b *Buf) walkStruct(p *Plan, visit func(*Span) error, depth int) error {
+// walker carries one reusable Span through a walk: visit must not keep it.
+type walker struct {
+	b     Buf
+	visit func(*Span) error
+	span  Span
+}
+
+func (w *walker) emit(role Role, start, end int, val []byte, p *Plan, id int16) error {
+	w.span = Span{Role: role, Start: start, End: end, Val: val, Path: p, FieldID: id}
+	return w.visit(&w.span)
+}
+
+func (b *Buf) walkStruct(p *Plan, w *walker, depth int) error {
 	if depth > MaxDepth {
 		return perr(ErrMalformed, b.Pos, "nesting deeper than %d", MaxDepth)
 	}
@@ -259,7 +272,7 @@ func (b *Buf) walkStruct(p *Plan, visit func(*Span) error, depth int) error {
 			if err := probe.Skip(t, depth+1); err != nil {
 				return err
 			}
-			if err := visit(&Span{Role: RoleField, Start: start, End: probe.Pos, Path: p, FieldID: id}); err != nil {
+			if err := w.emit(RoleField, start, probe.Pos, nil, p, id); err != nil {
 				return err
 			}
 		}
@@ -273,27 +286,27 @@ func (b *Buf) walkStruct(p *Plan, visit func(*Span) error, depth int) error {
 			}
 			continue
 		}
-		if err := b.walkValue(p, fp, t, visit, depth+1); err != nil {
+		if err := b.walkValue(p, fp, t, w, depth+1); err != nil {
 			return err
 		}
 	}
 }
 
-func (b *Buf) walkString(p *Plan, fp *fieldPlan, visit func(*Span) error) error {
+func (b *Buf) walkString(p *Plan, fp *fieldPlan, w *walker) error {
 	start := b.Pos
 	s, err := b.Bytes()
 	if err != nil {
 		return err
 	}
-	return visit(&Span{Role: fp.role, Start: start, End: b.Pos, Val: s, Path: p, FieldID: fp.id})
+	return w.emit(fp.role, start, b.Pos, s, p, fp.id)
 }
 
-func (b *Buf) walkValue(p *Plan, fp *fieldPlan, t byte, visit func(*Span) error, depth int) error {
+func (b *Buf) walkValue(p *Plan, fp *fieldPlan, t byte, w *walker, depth int) error {
 	switch t {
 	case TString:
-		return b.walkString(p, fp, visit)
+		return b.walkString(p, fp, w)
 	case TStruct:
-		return b.walkStruct(fp.sub, visit, depth)
+		return b.walkStruct(fp.sub, w, depth)
 	case TList, TSet:
 		et, n, err := b.ListHeader()
 		if err != nil {
@@ -304,9 +317,9 @@ func (b *Buf) walkValue(p *Plan, fp *fieldPlan, t byte, visit func(*Span) error,
 		}
 		for i := 0; i < n; i++ {
 			if et == TString {
-				err = b.walkString(p, fp, visit)
+				err = b.walkString(p, fp, w)
 			} else {
-				err = b.walkStruct(fp.sub, visit, depth+1)
+				err = b.walkStruct(fp.sub, w, depth+1)
 			}
 			if err != nil {
 				return err
@@ -326,10 +339,10 @@ func (b *Buf) walkValue(p *Plan, fp *fieldPlan, t byte, visit func(*Span) error,
 				return err
 			}
 			if vt == TStruct {
-				err = b.walkStruct(fp.sub, visit, depth+1)
+				err = b.walkStruct(fp.sub, w, depth+1)
 			} else { // list<struct> values
 				inner := &fp.sub.fields[0]
-				err = b.walkValue(fp.sub, inner, vt, visit, depth+1)
+				err = b.walkValue(fp.sub, inner, vt, w, depth+1)
 			}
 			if err != nil {
 				return err

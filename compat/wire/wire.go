@@ -22,6 +22,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
 // Thrift wire types (TType).
@@ -128,8 +130,10 @@ type Buf struct {
 	B     []byte
 	Pos   int
 	Limit int // maximum declared string/container length; 0 = len(B)
-	// fill, when set, appends at least n more bytes to B (stream reading).
-	fill func(b *Buf, n int) error
+	// src, when set, is the stream B is filled from (at most max bytes in
+	// all). A concrete field rather than a callback keeps Buf off the heap.
+	src *Reader
+	max int
 }
 
 func (b *Buf) need(n int) error {
@@ -137,10 +141,10 @@ func (b *Buf) need(n int) error {
 		return perr(ErrMalformed, b.Pos, "negative length %d", n)
 	}
 	if have := len(b.B) - b.Pos; have < n {
-		if b.fill == nil {
+		if b.src == nil {
 			return perr(ErrTruncated, b.Pos, "need %d bytes, have %d", n, have)
 		}
-		return b.fill(b, n-have)
+		return b.fillFrom(n - have)
 	}
 	return nil
 }
@@ -202,7 +206,7 @@ func (b *Buf) length(what string) (int, error) {
 	limit := b.Limit
 	if limit <= 0 {
 		limit = len(b.B)
-		if b.fill != nil {
+		if b.src != nil {
 			limit = math.MaxInt32
 		}
 	}
@@ -337,7 +341,7 @@ func (b *Buf) skipElems(n, depth int, types ...byte) error {
 		width += w
 	}
 	if width > 0 {
-		if b.fill == nil && n > (len(b.B)-b.Pos)/width {
+		if b.src == nil && n > (len(b.B)-b.Pos)/width {
 			return perr(ErrTruncated, b.Pos, "container of %d elements does not fit", n)
 		}
 		if err := b.need(n * width); err != nil {
@@ -372,7 +376,7 @@ func (b *Buf) ParseHeader() (Header, error) {
 		if err != nil {
 			return h, err
 		}
-		h.Name = string(name)
+		h.Name = methodName(name)
 	} else {
 		// Old non-strict form: name length, name, type byte.
 		b.Pos -= 4
@@ -380,7 +384,7 @@ func (b *Buf) ParseHeader() (Header, error) {
 		if err != nil {
 			return h, err
 		}
-		h.Name = string(name)
+		h.Name = methodName(name)
 		if h.Type, err = b.Byte(); err != nil {
 			return h, err
 		}
@@ -394,24 +398,42 @@ func (b *Buf) ParseHeader() (Header, error) {
 	return h, nil
 }
 
-// message reads an envelope and walks the body struct to its end.
-func (b *Buf) message() (*Message, error) {
+// message reads an envelope and walks the body struct to its end, into m.
+func (b *Buf) message(m *Message) error {
 	h, err := b.ParseHeader()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	off := b.Pos
 	if err := b.Skip(TStruct, 0); err != nil {
-		return nil, err
+		return err
 	}
-	return &Message{Header: h, Raw: b.B[:b.Pos], BodyOff: off}, nil
+	*m = Message{Header: h, Raw: b.B[:b.Pos], BodyOff: off}
+	return nil
+}
+
+// names interns the canonical method names, so reading a message of a known
+// method allocates no string.
+var names = func() map[string]string {
+	m := map[string]string{}
+	for _, x := range thriftgen.AllMethods() {
+		m[x.Name] = x.Name
+	}
+	return m
+}()
+
+func methodName(b []byte) string {
+	if s, ok := names[string(b)]; ok {
+		return s
+	}
+	return string(b)
 }
 
 // ParseMessage parses a complete message held in raw.
 func ParseMessage(raw []byte, limit int) (*Message, error) {
 	b := Buf{B: raw, Limit: limit}
-	m, err := b.message()
-	if err != nil {
+	m := new(Message)
+	if err := b.message(m); err != nil {
 		return nil, err
 	}
 	if b.Pos != len(raw) {

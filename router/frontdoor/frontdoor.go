@@ -170,9 +170,20 @@ func (l *Listener) serve(cn *conn) {
 	}
 	l.tune(cn.c)
 	info := &router.ConnInfo{Remote: cn.c.RemoteAddr().String(), Frontend: l.fe}
-	r := bufio.NewReaderSize(cn.c, 32<<10)
+	// Unframed: a reader that parses in place and reads ahead; framed: bufio
+	// (frames carry their length).
+	var r *bufio.Reader
+	var rd *wire.Reader
+	peek := func(n int) ([]byte, error) { return rd.Peek(n) }
+	if l.cfg.Framed {
+		r = bufio.NewReaderSize(cn.c, 32<<10)
+		peek = r.Peek
+	} else {
+		rd = wire.NewReader(cn.c, l.cfg.MaxMessage)
+	}
 	w := bufio.NewWriterSize(cn.c, 32<<10)
-	var scratch, out []byte
+	var out []byte
+	var in wire.Message // reused: a message is served before the next is read
 	first := true
 	for {
 		if l.cfg.ClientSocketTimeout > 0 {
@@ -182,7 +193,7 @@ func (l *Listener) serve(cn *conn) {
 		}
 		if first {
 			first = false
-			if head, err := r.Peek(4); err == nil && isHTTP(head) {
+			if head, err := peek(4); err == nil && isHTTP(head) {
 				l.bad(info, "http", "an HTTP request arrived on the Thrift port; answered 400 and closed")
 				_, _ = io.WriteString(cn.c, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: 58\r\n\r\nThis is a Hive Metastore Thrift port (hms-proxy), not HTTP\n")
 				return
@@ -193,14 +204,11 @@ func (l *Listener) serve(cn *conn) {
 		if l.cfg.Framed {
 			msg, err = wire.ReadFramed(r, wire.Limits{MaxMessage: l.cfg.MaxMessage})
 		} else {
-			msg, err = wire.ReadMessage(r, wire.Limits{MaxMessage: l.cfg.MaxMessage}, scratch)
+			msg, err = &in, rd.Next(&in)
 		}
 		if err != nil {
 			l.readFailed(info, err)
 			return
-		}
-		if !l.cfg.Framed {
-			scratch = msg.Raw[:0]
 		}
 		l.setBusy(cn, true)
 		_ = cn.c.SetReadDeadline(time.Time{})
