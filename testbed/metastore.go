@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -235,6 +236,12 @@ func (m *Metastore) initDir() error {
 	if err := os.WriteFile(filepath.Join(m.Dir, "log4j2.properties"), []byte(log4j2Config), 0o644); err != nil {
 		return fmt.Errorf("testbed: %w", err)
 	}
+	if err := os.MkdirAll(filepath.Join(m.Dir, "conf"), 0o755); err != nil {
+		return fmt.Errorf("testbed: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(m.Dir, "conf", "metastore-site.xml"), siteXML(m.conf()), 0o644); err != nil {
+		return fmt.Errorf("testbed: %w", err)
+	}
 	return writeOwner(m.Dir)
 }
 
@@ -254,7 +261,25 @@ logger.dn2.name = org.datanucleus
 logger.dn2.level = WARN
 `
 
-// conf returns the metastore settings (passed as --hiveconf key=value).
+// siteXML renders key=value settings as a Hadoop configuration file.
+func siteXML(kvs []string) []byte {
+	var b strings.Builder
+	b.WriteString("<?xml version=\"1.0\"?>\n<!-- written by the hms-proxy test bed (testbed/metastore.go) -->\n<configuration>\n")
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		b.WriteString("  <property><name>")
+		xml.EscapeText(&b, []byte(k))
+		b.WriteString("</name><value>")
+		xml.EscapeText(&b, []byte(v))
+		b.WriteString("</value></property>\n")
+	}
+	b.WriteString("</configuration>\n")
+	return []byte(b.String())
+}
+
+// conf returns the metastore settings, written to Dir/conf/metastore-site.xml (first on the classpath). A file and
+// not --hiveconf: the CLI also turns --hiveconf into system properties, and DataNucleus 6 then fails on numeric
+// datanucleus.* keys ("NumberFormatException: Cannot parse null string").
 func (m *Metastore) conf() []string {
 	c := []string{
 		"javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName=" + filepath.Join(m.Dir, "metastore_db"),
@@ -265,6 +290,10 @@ func (m *Metastore) conf() []string {
 		"datanucleus.schema.autoCreateAll=false",
 		// the default proxy class lives in hive-exec, which a standalone metastore does not have
 		"metastore.expression.proxy=org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy",
+		// Embedded Derby deadlocks on concurrent metadata writes (row locks taken by the partition scans of two
+		// drop_table calls, 20 s until Derby picks a victim, sometimes a failed call). One connection for the
+		// object store serializes its transactions, as Hive's TxnHandler already does on Derby.
+		"datanucleus.connectionPool.maxPoolSize=1",
 	}
 	switch m.Version {
 	case Hive313:
@@ -314,11 +343,8 @@ func (m *Metastore) start() error {
 		"-Dlog4j2.configurationFile="+filepath.Join(m.Dir, "log4j2.properties"),
 		"-Dderby.stream.error.file="+filepath.Join(m.Dir, "derby.log"),
 		"-Djava.io.tmpdir="+filepath.Join(m.Dir, "tmp"),
-		"-cp", filepath.Join(libDir(m.Version), "*"),
+		"-cp", filepath.Join(m.Dir, "conf")+string(filepath.ListSeparator)+filepath.Join(libDir(m.Version), "*"),
 		"org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", strconv.Itoa(m.Port))
-	for _, kv := range m.conf() {
-		args = append(args, "--hiveconf", kv)
-	}
 	logf, err := os.OpenFile(m.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("testbed: %w", err)
@@ -354,8 +380,8 @@ func (m *Metastore) waitReady(p *jvm, logOffset int64) error {
 		if cause == nil && strings.Contains(logSince(m.logPath(), logOffset), "Address already in use") {
 			cause = errPortTaken
 		}
-		msg := fmt.Sprintf("testbed: Hive %s metastore on %s %s; last lines of %s:\n%s", m.Version, addr, why,
-			m.logPath(), log)
+		msg := fmt.Sprintf("testbed: Hive %s metastore on %s %s; first errors in %s:\n%s\nlast lines:\n%s",
+			m.Version, addr, why, m.logPath(), firstErrors(logSince(m.logPath(), logOffset), 8), log)
 		if cause != nil {
 			return fmt.Errorf("%s: %w", msg, cause)
 		}
@@ -382,6 +408,25 @@ func (m *Metastore) waitReady(p *jvm, logOffset int64) error {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// firstErrors returns the first n lines of a Java log that name an error or its cause (stack traces bury the root
+// cause far above the last lines).
+func firstErrors(log string, n int) string {
+	var out []string
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, " ERROR ") || strings.HasPrefix(line, "Caused by:") ||
+			strings.HasPrefix(line, "Exception in thread") {
+			out = append(out, line)
+			if len(out) == n {
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "(none)"
+	}
+	return strings.Join(out, "\n")
 }
 
 // logSince returns the part of a log written after offset.

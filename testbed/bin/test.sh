@@ -76,7 +76,15 @@ bash testbed/bin/prepare.sh
 phase_done prepare
 
 # --- Go ----------------------------------------------------------------------------------------------------------
-go vet ./...
+# vet and test both run even if the first fails: one CI run reports everything
+status=0
+if ! go vet ./...; then
+  echo "test: go vet reported problems (above)" >&2
+  status=1
+fi
 phase_done vet
-go test -count=1 -timeout 25m ./... 2>&1 | tee "$CACHE/logs/go-test.log"
+if ! go test -count=1 -timeout 25m ./... 2>&1 | tee "$CACHE/logs/go-test.log"; then
+  status=1
+fi
 phase_done test
+exit $status
