@@ -53,7 +53,7 @@ maven_failed() { # maven_failed VERSION POM LOG
   echo "prepare: ERROR: Maven could not build the Hive $1 test bed ($2)." >&2
   local causes
   causes=$(grep -E "Could not (find|resolve|transfer) artifact|Failed to read artifact descriptor|Could not resolve dependencies|Non-resolvable|Failed to collect dependencies|Unknown host|Connection (refused|timed out)|COMPILATION ERROR|\.java:\[[0-9]+" "$3" \
-    | sed -e 's/^\[ERROR\] *//' | sort -u | head -15 || true)
+    | sed -e 's/^\[ERROR\] *//' | grep -v -E '^(Caused by:|org\.apache\.maven\.|at )' | sort -u | head -15 || true)
   if [ -n "$causes" ]; then
     echo "prepare: cause (artifact and reason as Maven reports them):" >&2
     echo "$causes" | sed 's/^/    /' >&2
@@ -96,7 +96,9 @@ prepare_version() {
   rm -rf "$CACHE/build/$v" "$CACHE/lib/$v" "$CACHE/home/$v" "$CACHE/derby/$v"
 
   say "Hive $v: resolving jars from Maven Central and building the driver (log: $CACHE/logs/mvn-$v.log)"
-  if ! (cd "$REPO/$pom" && mvn -B -e -Dmaven.repo.local="$CACHE/m2" -Dhmsbed.out="$CACHE/build/$v" \
+  # -U: re-ask Maven Central about artifacts an earlier (e.g. offline) run failed to find, instead of trusting
+  # the cached failure for a day
+  if ! (cd "$REPO/$pom" && mvn -B -e -U -Dmaven.repo.local="$CACHE/m2" -Dhmsbed.out="$CACHE/build/$v" \
           -Dhmsbed.lib="$CACHE/lib/$v" package) >"$CACHE/logs/mvn-$v.log" 2>&1; then
     maven_failed "$v" "$pom/pom.xml" "$CACHE/logs/mvn-$v.log"
   fi
