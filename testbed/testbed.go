@@ -84,15 +84,27 @@ func Cache() string {
 	return filepath.Join(repoRoot(), ".cache")
 }
 
-// Layout of the cache (written by testbed/bin/prepare.sh).
-func libDir(v Version) string { return filepath.Join(Cache(), "lib", string(v)) }
+// Layout of the cache (written by testbed/bin/prepare.sh). lib/<v>, build/<v> and derby/<v> are symlinks to the
+// current build (<kind>/<v>.<hash>); JVMs get the resolved paths, so a rebuild never changes a running classpath.
+func libDir(v Version) string { return resolved(filepath.Join(Cache(), "lib", string(v))) }
+
 func driverJar(v Version) string {
-	return filepath.Join(Cache(), "build", string(v), "hmsbed-driver.jar")
+	return filepath.Join(resolved(filepath.Join(Cache(), "build", string(v))), "hmsbed-driver.jar")
 }
+
 func derbyTemplate(v Version) string {
-	return filepath.Join(Cache(), "derby", string(v), "metastore_db")
+	return filepath.Join(resolved(filepath.Join(Cache(), "derby", string(v))), "metastore_db")
 }
+
 func runRoot() string { return filepath.Join(Cache(), "run") }
+
+// resolved follows the symlinks in path; a path that cannot be resolved is returned as is (errors show on use).
+func resolved(path string) string {
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	return path
+}
 
 var prepare struct {
 	sync.Mutex

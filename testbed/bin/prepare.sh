@@ -6,6 +6,8 @@
 #   home/<version>/   METASTORE_HOME for Hive's schema tool (scripts/metastore/upgrade/derby)
 #   derby/<version>/  metastore_db: a Derby database initialised by Hive's own schema tool, copied for every metastore
 #   ready/<version>   marker: hash of everything the above is built from; matching marker = nothing to do
+# Each <kind>/<version> is a symlink to <kind>/<version>.<hash>: a rebuild never pulls files from under a running
+# metastore (earlier builds are removed two hours after they were replaced).
 # Usage: prepare.sh [VERSION...]   (default: 3.1.3 4.1.0). Safe to run concurrently (file lock).
 set -euo pipefail
 
@@ -64,15 +66,28 @@ maven_failed() { # maven_failed VERSION POM LOG
   exit 1
 }
 
-schema_tool() { # schema_tool VERSION CLASS ARGS...
-  local v=$1 cls=$2; shift 2
+schema_tool() { # schema_tool VERSION LIB HOME DERBY CLASS ARGS...
+  local v=$1 lib=$2 home=$3 derby=$4 cls=$5; shift 5
   local -a flags
   mapfile -t flags < <(jvm_flags "$v")
-  METASTORE_HOME="$CACHE/home/$v" java -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${flags[@]}" \
+  METASTORE_HOME="$home" java -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${flags[@]}" \
     -Dderby.stream.error.file="$CACHE/logs/derby-schematool-$v.log" \
-    -cp "$CACHE/lib/$v/*" "$cls" -dbType derby \
-    -url "jdbc:derby:;databaseName=$CACHE/derby/$v/metastore_db;create=true" \
+    -cp "$lib/*" "$cls" -dbType derby \
+    -url "jdbc:derby:;databaseName=$derby/metastore_db;create=true" \
     -driver org.apache.derby.jdbc.EmbeddedDriver -userName APP -passWord mine "$@"
+}
+
+# publish KIND VERSION TAG: point KIND/VERSION at KIND/TAG with an atomic rename, so processes that are starting
+# metastores from the previous build never see a half-built or deleted folder
+publish() {
+  local kind=$1 v=$2 tag=$3
+  if [ -e "$CACHE/$kind/$v" ] && [ ! -L "$CACHE/$kind/$v" ]; then
+    rm -rf "${CACHE:?}/$kind/$v" # a plain folder from an older layout
+  fi
+  ln -sfn "$tag" "$CACHE/$kind/$v.new"
+  mv -T "$CACHE/$kind/$v.new" "$CACHE/$kind/$v"
+  # earlier builds: kept two hours for processes that still use them
+  find "$CACHE/$kind" -maxdepth 1 -name "$v.*" ! -name "$tag" -mmin +120 -exec rm -rf {} +
 }
 
 prepare_version() {
@@ -84,55 +99,58 @@ prepare_version() {
   esac
   local hash
   hash=$(cd "$REPO" && { cat "$pom/pom.xml" testbed/bin/prepare.sh testbed/sql/*.sql;
-                          find testbed/java/driver -type f -name '*.java' | sort | xargs cat; } | sha256sum | cut -c1-32)
+                          find testbed/java/driver -type f -name '*.java' | sort | xargs cat; } | sha256sum | cut -c1-16)
   local marker="$CACHE/ready/$v"
   if [ -f "$marker" ] && [ "$(cat "$marker")" = "$hash" ] && [ -f "$CACHE/build/$v/hmsbed-driver.jar" ] \
-     && [ -d "$CACHE/derby/$v/metastore_db" ] && [ -n "$(ls -A "$CACHE/lib/$v" 2>/dev/null)" ]; then
+     && [ -d "$CACHE/derby/$v/metastore_db" ] && [ -n "$(ls -A "$CACHE/lib/$v/" 2>/dev/null)" ]; then
     say "Hive $v: ready (cached in $CACHE)"
     return 0
   fi
-  local t0=$SECONDS
-  rm -f "$marker"
-  rm -rf "$CACHE/build/$v" "$CACHE/lib/$v" "$CACHE/home/$v" "$CACHE/derby/$v"
+  local t0=$SECONDS tag="$v.$hash"
+  local out="$CACHE/build/$tag" lib="$CACHE/lib/$tag" home="$CACHE/home/$tag" derby="$CACHE/derby/$tag"
+  rm -rf "$out" "$lib" "$home" "$derby"
+  mkdir -p "$CACHE/build" "$CACHE/lib" "$CACHE/home" "$CACHE/derby"
 
   say "Hive $v: resolving jars from Maven Central and building the driver (log: $CACHE/logs/mvn-$v.log)"
   # -U: re-ask Maven Central about artifacts an earlier (e.g. offline) run failed to find, instead of trusting
   # the cached failure for a day
-  if ! (cd "$REPO/$pom" && mvn -B -e -U -Dmaven.repo.local="$CACHE/m2" -Dhmsbed.out="$CACHE/build/$v" \
-          -Dhmsbed.lib="$CACHE/lib/$v" package) >"$CACHE/logs/mvn-$v.log" 2>&1; then
+  if ! (cd "$REPO/$pom" && mvn -B -e -U -Dmaven.repo.local="$CACHE/m2" -Dhmsbed.out="$out" -Dhmsbed.lib="$lib" \
+          package) >"$CACHE/logs/mvn-$v.log" 2>&1; then
     maven_failed "$v" "$pom/pom.xml" "$CACHE/logs/mvn-$v.log"
   fi
-  [ -f "$CACHE/build/$v/hmsbed-driver.jar" ] || die "Hive $v: Maven succeeded but built no driver jar (see $CACHE/logs/mvn-$v.log)"
+  [ -f "$out/hmsbed-driver.jar" ] || die "Hive $v: Maven succeeded but built no driver jar (see $CACHE/logs/mvn-$v.log)"
 
   # METASTORE_HOME for the schema tool: the Derby scripts from the published bin tarball
   local scripts
-  scripts=$(find "$CACHE/build/$v/scripts" -type d -path '*/scripts/metastore/upgrade/derby' | head -1)
-  [ -n "$scripts" ] || die "Hive $v: no scripts/metastore/upgrade/derby in the unpacked bin tarball ($CACHE/build/$v/scripts)"
-  mkdir -p "$CACHE/home/$v/scripts/metastore/upgrade"
-  cp -r "$scripts" "$CACHE/home/$v/scripts/metastore/upgrade/derby"
+  scripts=$(find "$out/scripts" -type d -path '*/scripts/metastore/upgrade/derby' | head -1)
+  [ -n "$scripts" ] || die "Hive $v: no scripts/metastore/upgrade/derby in the unpacked bin tarball ($out/scripts)"
+  mkdir -p "$home/scripts/metastore/upgrade"
+  cp -r "$scripts" "$home/scripts/metastore/upgrade/derby"
 
   say "Hive $v: creating the Derby schema with Hive's schema tool (log: $CACHE/logs/schematool-$v.log)"
-  mkdir -p "$CACHE/derby/$v"
+  mkdir -p "$derby"
   : >"$CACHE/logs/schematool-$v.log"
   if [ "$v" = 4.1.0 ]; then
     # Only the 4.0.1 bin tarball (schema 4.0.0) is published: initialise 4.0.0 with the 4.1.0 tool, then let the
     # tool apply the 4.0.0 -> 4.1.0 change (testbed/sql/upgrade-4.0.0-to-4.1.0.derby.sql).
-    cp "$REPO/testbed/sql/upgrade-4.0.0-to-4.1.0.derby.sql" "$CACHE/home/$v/scripts/metastore/upgrade/derby/"
-    grep -qx '4.0.0-to-4.1.0' "$CACHE/home/$v/scripts/metastore/upgrade/derby/upgrade.order.derby" \
-      || echo '4.0.0-to-4.1.0' >>"$CACHE/home/$v/scripts/metastore/upgrade/derby/upgrade.order.derby"
-    schema_tool "$v" "$schema_class" -initSchemaTo 4.0.0 >>"$CACHE/logs/schematool-$v.log" 2>&1 \
-      && schema_tool "$v" "$schema_class" -upgradeSchemaFrom 4.0.0 >>"$CACHE/logs/schematool-$v.log" 2>&1 \
+    cp "$REPO/testbed/sql/upgrade-4.0.0-to-4.1.0.derby.sql" "$home/scripts/metastore/upgrade/derby/"
+    grep -qx '4.0.0-to-4.1.0' "$home/scripts/metastore/upgrade/derby/upgrade.order.derby" \
+      || echo '4.0.0-to-4.1.0' >>"$home/scripts/metastore/upgrade/derby/upgrade.order.derby"
+    schema_tool "$v" "$lib" "$home" "$derby" "$schema_class" -initSchemaTo 4.0.0 >>"$CACHE/logs/schematool-$v.log" 2>&1 \
+      && schema_tool "$v" "$lib" "$home" "$derby" "$schema_class" -upgradeSchemaFrom 4.0.0 >>"$CACHE/logs/schematool-$v.log" 2>&1 \
       || { tail -40 "$CACHE/logs/schematool-$v.log" >&2; die "Hive $v: schema tool failed (log: $CACHE/logs/schematool-$v.log)"; }
   else
-    schema_tool "$v" "$schema_class" -initSchema >>"$CACHE/logs/schematool-$v.log" 2>&1 \
+    schema_tool "$v" "$lib" "$home" "$derby" "$schema_class" -initSchema >>"$CACHE/logs/schematool-$v.log" 2>&1 \
       || { tail -40 "$CACHE/logs/schematool-$v.log" >&2; die "Hive $v: schema tool failed (log: $CACHE/logs/schematool-$v.log)"; }
   fi
   local info
-  info=$(schema_tool "$v" "$schema_class" -info 2>&1 | tee -a "$CACHE/logs/schematool-$v.log" | sed -n 's/^Metastore schema version:[[:space:]]*//p')
+  info=$(schema_tool "$v" "$lib" "$home" "$derby" "$schema_class" -info 2>&1 | tee -a "$CACHE/logs/schematool-$v.log" \
+    | sed -n 's/^Metastore schema version:[[:space:]]*//p')
   [ "$info" = "$expect_schema" ] || die "Hive $v: schema tool reports schema version '$info', expected $expect_schema (log: $CACHE/logs/schematool-$v.log)"
 
-  echo "$hash" >"$marker"
-  say "Hive $v: ready in $((SECONDS - t0)) s ($(ls "$CACHE/lib/$v" | wc -l) jars, schema $info)"
+  for kind in lib build home derby; do publish "$kind" "$v" "$tag"; done
+  echo "$hash" >"$marker.new" && mv -f "$marker.new" "$marker"
+  say "Hive $v: ready in $((SECONDS - t0)) s ($(ls "$lib" | wc -l) jars, schema $info)"
 }
 
 for v in "${VERSIONS[@]}"; do
