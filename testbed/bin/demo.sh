@@ -72,7 +72,7 @@ echo "  (their logs and Derby databases: $HMS_1_DIR, $HMS_2_DIR, $HMS_3_DIR)"
 TRY_URI=$HMS_1_URI
 if [ -d cmd/hms-proxy ]; then
   TEMPLATE=configs/examples/demo.properties
-  [ -f "$TEMPLATE" ] || TEMPLATE=testbed/demo.properties.in
+  [ -f "$TEMPLATE" ] || { echo "demo: ERROR: the proxy's demo configuration $TEMPLATE is missing" >&2; exit 1; }
   go build -o "$DEMO/hms-proxy" ./cmd/hms-proxy
   sed -e "s|@CATALOG1_URI@|$HMS_1_URI|g" -e "s|@CATALOG2_URI@|$HMS_2_URI|g" -e "s|@CATALOG3_URI@|$HMS_3_URI|g" \
     "$TEMPLATE" >"$DEMO/demo.properties"
