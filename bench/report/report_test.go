@@ -1,0 +1,82 @@
+package report
+
+import (
+	"encoding/xml"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestQuantileIsNearestRank(t *testing.T) {
+	var v []time.Duration
+	for i := 1; i <= 100; i++ {
+		v = append(v, time.Duration(i)*time.Millisecond)
+	}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{.5, 50 * time.Millisecond}, {.9, 90 * time.Millisecond}, {.99, 99 * time.Millisecond}, {1, 100 * time.Millisecond}, {.001, time.Millisecond}} {
+		if got := Quantile(v, c.q); got != c.want {
+			t.Errorf("Quantile(1..100 ms, %v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if got := Quantile(nil, .5); got != 0 {
+		t.Errorf("Quantile of nothing = %v, want 0", got)
+	}
+}
+
+func sample() *Results {
+	r := &Results{}
+	for _, k := range []int{1, 8, 64} {
+		for i, s := range []string{DirectHive, ProxyHive} {
+			c := &Cell{Workload: "get_table", Setup: s, Concurrency: k, RPCsPerOp: 1}
+			for j := 1; j <= 100; j++ {
+				c.Lat = append(c.Lat, time.Duration(j*k*(i+1))*time.Microsecond*10)
+			}
+			c.Finish(time.Second)
+			r.Cells = append(r.Cells, c)
+		}
+	}
+	r.Cells = append(r.Cells, &Cell{Workload: "add_partitions", Setup: DirectHive, Concurrency: 64, Skipped: "over the time budget <&>"})
+	r.Ratios = []Ratio{{Workload: "get_table", Concurrency: 1, P50: 2}}
+	return r
+}
+
+// The chart is well-formed SVG with one polyline per setup and quantile in
+// each panel that has data, and escapes what it prints.
+func TestSVGIsWellFormed(t *testing.T) {
+	svg := sample().SVG()
+	d := xml.NewDecoder(strings.NewReader(svg))
+	lines := 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("chart is not well-formed XML: %v\n%s", err, svg)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
+			lines++
+		}
+	}
+	if lines != 4 { // 2 setups x (p50, p99) of get_table; add_partitions was skipped
+		t.Fatalf("chart has %d polylines, want 4", lines)
+	}
+}
+
+func TestMarkdownListsCellsAndSkips(t *testing.T) {
+	r := sample()
+	c := r.Cell("get_table", ProxyHive, 8)
+	if c == nil || c.Ops != 100 || c.P50ms != 8 || c.P99ms != 15.84 || c.OpsPerS != 100 {
+		t.Fatalf("cell statistics wrong: %+v", c)
+	}
+	md := r.Markdown("latency.svg")
+	for _, want := range []string{"| get_table | 1 | 0.500 / 0.900 / 0.990 | 1.00 / 1.80 / 1.98 | 2.00 |",
+		"add_partitions at 64 connections (real metastore): over the time budget <&>", "![p50"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("results.md lacks %q:\n%s", want, md)
+		}
+	}
+}

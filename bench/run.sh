@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# make bench: side-by-side benchmark of direct Hive Metastore access vs hms-proxy.
+#
+# Builds the binaries (hms-proxy, the instant backend load fixture, the TCP forwarder and the hms-bench
+# driver), runs the Go micro-benchmark of one proxied call, then `hms-bench run`, which starts two real
+# Hive 3.1.3 metastores through the test bed and measures everything in one interleaved run.
+# Results: bench/results/{results.json,results.md,latency.svg,gobench.txt,profiles/}.
+#
+# Environment:
+#   BENCH_BUDGET   time budget of `hms-bench run` (default 8m; the whole target stays under 10 minutes)
+#   BENCH_QUICK=1  a short smoke run (fewer, shorter rounds)
+#   HMS_PROXY_CACHE  cache root (default <repo>/.cache); binaries and scratch files go to $CACHE/bench
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+cd "$REPO"
+GO=${GO:-go}
+CACHE=${HMS_PROXY_CACHE:-$REPO/.cache}
+BIN=$CACHE/bench/bin
+WORK=$CACHE/bench/work
+OUT=$REPO/bench/results
+mkdir -p "$BIN" "$OUT/profiles"
+rm -rf "$WORK" && mkdir -p "$WORK"
+
+# The metastore JVMs of the benchmark: a production-like JIT (C1+C2), a heap large enough that 64
+# concurrent get_partitions of 1,000 partitions do not thrash, and the serial collector (2 cores).
+export HMS_PROXY_METASTORE_JVM_OPTS=${HMS_PROXY_METASTORE_JVM_OPTS:--Xms512m -Xmx2g -XX:+UseSerialGC -XX:-UsePerfData}
+export HMS_PROXY_CACHE=$CACHE
+
+echo "== build"
+for c in hms-proxy hms-instant tcpfwd hms-bench; do
+  "$GO" build -o "$BIN/$c" "./cmd/$c"
+done
+
+echo "== go micro-benchmark: one proxied call, allocations per call (bench/proxybench)"
+{
+  "$GO" test -run '^$' -bench 'GetTable' -benchmem -benchtime 3000x -timeout 120s ./bench/proxybench/
+  "$GO" test -run '^$' -bench 'GetPartitions' -benchmem -benchtime 100x -timeout 120s ./bench/proxybench/
+} | tee "$WORK/gobench.txt"
+grep '^Benchmark' "$WORK/gobench.txt" > "$OUT/gobench.txt" || true
+
+ARGS=(run -out "$OUT" -work "$WORK" -bin "$BIN" -budget "${BENCH_BUDGET:-8m}" -gobench "$WORK/gobench.txt")
+if [ "${BENCH_QUICK:-}" = 1 ]; then ARGS+=(-quick); fi
+echo "== hms-bench ${ARGS[*]}"
+"$BIN/hms-bench" "${ARGS[@]}"

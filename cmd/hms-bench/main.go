@@ -1,0 +1,138 @@
+// Command hms-bench is the load generator and driver behind `make bench`.
+//
+//	hms-bench run [-out bench/results] [-work DIR] [-bin DIR] [-budget 8m] [-quick] [-gobench FILE]
+//	    start the real metastores, the instant backend (load fixture), the TCP forwarder and the
+//	    hms-proxy processes, measure every workload on every setup, write results.json, results.md
+//	    and latency.svg under -out
+//	hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s]
+//	    run hms-proxy in-process in front of the instant backend and write CPU and allocation
+//	    profiles of workload W (used by run)
+//	hms-bench render -out DIR
+//	    re-render results.md and latency.svg from DIR/results.json
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/hms-proxy/hms-proxy/bench/report"
+	"github.com/hms-proxy/hms-proxy/bench/suite"
+)
+
+const usage = `usage:
+  hms-bench run [-out DIR] [-work DIR] [-bin DIR] [-budget 8m] [-quick] [-gobench FILE]
+  hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s]
+  hms-bench render -out DIR
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "run":
+		os.Exit(run(os.Args[2:]))
+	case "profile":
+		os.Exit(profile(os.Args[2:]))
+	case "render":
+		os.Exit(render(os.Args[2:]))
+	}
+	fmt.Fprint(os.Stderr, usage)
+	os.Exit(2)
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	out := fs.String("out", "bench/results", "results folder")
+	work := fs.String("work", ".cache/bench/work", "scratch folder (configs, logs, recorded replies)")
+	bin := fs.String("bin", ".cache/bench/bin", "folder with hms-proxy, hms-instant, tcpfwd and hms-bench")
+	budget := fs.Duration("budget", 8*time.Minute, "the whole run, from start to results")
+	quick := fs.Bool("quick", false, "short smoke run: fewer and shorter rounds")
+	gobench := fs.String("gobench", "", "file with `go test -bench` output to include in the results")
+	_ = fs.Parse(args)
+	if *budget < 2*time.Minute {
+		fmt.Fprintf(os.Stderr, "hms-bench: -budget %v is too short (at least 2m: the metastores alone take ~20 s to start)\n", *budget)
+		return 2
+	}
+	for _, b := range []string{"hms-proxy", "hms-instant", "tcpfwd", "hms-bench"} {
+		if _, err := os.Stat(filepath.Join(*bin, b)); err != nil {
+			fmt.Fprintf(os.Stderr, "hms-bench: -bin %s: %v (bench/run.sh builds them)\n", *bin, err)
+			return 2
+		}
+	}
+	start := time.Now()
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+	}
+	res, err := suite.Run(suite.Options{Out: *out, Work: *work, Bin: *bin, Budget: *budget, Quick: *quick, GoBench: *gobench, Log: logf})
+	if res != nil {
+		if werr := write(res, *out); werr != nil {
+			fmt.Fprintln(os.Stderr, "hms-bench: writing results:", werr)
+			return 1
+		}
+		logf("results: %s", filepath.Join(*out, "results.md"))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hms-bench:", err)
+		return 1
+	}
+	return 0
+}
+
+func write(res *report.Results, out string) error {
+	if err := res.WriteJSON(filepath.Join(out, "results.json")); err != nil {
+		return err
+	}
+	if err := res.WriteSVG(filepath.Join(out, "latency.svg")); err != nil {
+		return err
+	}
+	return res.WriteMarkdown(filepath.Join(out, "results.md"), "latency.svg")
+}
+
+func render(args []string) int {
+	fs := flag.NewFlagSet("render", flag.ExitOnError)
+	out := fs.String("out", "bench/results", "results folder holding results.json")
+	_ = fs.Parse(args)
+	b, err := os.ReadFile(filepath.Join(*out, "results.json"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hms-bench render:", err)
+		return 1
+	}
+	var res report.Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		fmt.Fprintf(os.Stderr, "hms-bench render: %s/results.json: %v\n", *out, err)
+		return 1
+	}
+	if err := write(&res, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "hms-bench render:", err)
+		return 1
+	}
+	return 0
+}
+
+func profile(args []string) int {
+	runtime.MemProfileRate = suite.MemProfileRate
+	fs := flag.NewFlagSet("profile", flag.ExitOnError)
+	var a suite.ProfileArgs
+	fs.StringVar(&a.Instant, "instant", "", "instant backend HOST:PORT (required)")
+	fs.StringVar(&a.DB, "db", "", "database name of the run (required)")
+	fs.StringVar(&a.Workload, "workload", "get_partitions", "workload to profile")
+	fs.StringVar(&a.Out, "out", "bench/results/profiles", "folder for the .prof files")
+	fs.DurationVar(&a.Dur, "dur", 4*time.Second, "how long to drive the workload through the proxy")
+	_ = fs.Parse(args)
+	if a.Instant == "" || a.DB == "" {
+		fmt.Fprintln(os.Stderr, "hms-bench profile: -instant and -db are required")
+		return 2
+	}
+	if err := suite.Profile(a, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "hms-bench profile:", err)
+		return 1
+	}
+	return 0
+}
