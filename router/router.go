@@ -21,6 +21,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/monitoring"
+	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
@@ -177,25 +178,28 @@ func (f *Frontend) Allows(s *Spec) bool {
 type ConnInfo struct {
 	Remote   string
 	Frontend *Frontend
-	mu       sync.Mutex
-	user     string
-	groups   []string
+	identity atomic.Pointer[security.Identity]
 }
 
-// User is the identity bound to the connection (set_ugi today, SASL later).
-func (c *ConnInfo) User() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.user
-}
+// Identity is who the connection's requests run for (set_ugi today, SASL
+// later); nil when nothing was asserted.
+func (c *ConnInfo) Identity() *security.Identity { return c.identity.Load() }
+
+// SetIdentity binds an identity to the connection (the front door does it
+// after a SASL handshake; set_ugi does it for unauthenticated clients).
+func (c *ConnInfo) SetIdentity(id *security.Identity) { c.identity.Store(id) }
+
+// User is the connection's user name for logs and audit ("" when none).
+func (c *ConnInfo) User() string { return c.Identity().Name() }
 
 type ctxKey struct{}
 
 // RequestInfo travels in the context through every layer.
 type RequestInfo struct {
-	ID     uint64
-	Method string
-	Conn   *ConnInfo
+	ID       uint64
+	Method   string
+	Conn     *ConnInfo
+	Identity *security.Identity // the connection's identity when the call arrived
 }
 
 // Info returns the request info of ctx, or nil.
@@ -225,7 +229,7 @@ func (r *Router) Handle(ctx context.Context, conn *ConnInfo, msg *wire.Message, 
 	start := time.Now()
 	c := &call{msg: msg, conn: conn, status: "ok"}
 	id := r.seq.Add(1)
-	c.info = RequestInfo{ID: id, Method: msg.Name, Conn: conn}
+	c.info = RequestInfo{ID: id, Method: msg.Name, Conn: conn, Identity: conn.Identity()}
 	ctx = context.WithValue(ctx, ctxKey{}, &c.info)
 	mark := len(out)
 	if r.trace != nil {
@@ -682,9 +686,7 @@ func (r *Router) setUGI(c *call, out []byte) []byte {
 			groups = append(groups, string(e.Str))
 		}
 	}
-	c.conn.mu.Lock()
-	c.conn.user, c.conn.groups = user, groups
-	c.conn.mu.Unlock()
+	c.conn.SetIdentity(&security.Identity{User: user, Groups: groups, Mechanism: security.SetUGI})
 	list := wire.List(wire.TString)
 	for _, s := range groups {
 		list.Elems = append(list.Elems, wire.Str(s))
