@@ -91,8 +91,20 @@ func TestDashboardUsesOnlyExportedMetrics(t *testing.T) {
 			}
 		}
 	}
-	// Every proxy metric has a panel.
+	// Every proxy metric has a panel, except those of features not built
+	// yet: their panels come back with the features (a panel that can only
+	// show "No data" would hide a real gap).
+	notBuilt := map[string]bool{
+		"hms_proxy_lock_request_split_total": true, // lock-request splitting (synthetic lock shim issue)
+		"hms_proxy_rate_limited_total":       true, // rate-limit.* (overload protection issue)
+	}
 	for n := range exported {
+		if notBuilt[n] {
+			if used[n] {
+				t.Errorf("%s has a panel, but its feature is not built: the panel could only show No data", n)
+			}
+			continue
+		}
 		if strings.HasPrefix(n, "hms_proxy_") && !used[n] &&
 			!strings.HasSuffix(n, "_sum") && !strings.HasSuffix(n, "_count") {
 			t.Errorf("metric %s has no panel in the dashboard", n)

@@ -93,6 +93,9 @@ func hivePattern(p string) (*regexp.Regexp, error) {
 // fanOut runs fn for every catalog in parallel and returns the results in
 // catalog order; the first failure fails the whole call, naming the catalog.
 func (r *Router) fanOut(cats []*Catalog, fn func(*Catalog) ([]wire.Value, error)) ([]wire.Value, error) {
+	if len(cats) == 1 {
+		return fn(cats[0]) // nothing to overlap: no goroutine
+	}
 	results := make([][]wire.Value, len(cats))
 	errs := make([]error, len(cats))
 	var wg sync.WaitGroup

@@ -608,21 +608,12 @@ func appendPrefixed(dst []byte, a, b, c string, d []byte) []byte {
 }
 
 // resultHasException reports whether a result struct carries a declared
-// exception (any field other than 0 "success").
+// exception: a Thrift result holds exactly one field, the success value (id
+// 0) or one exception, so the first field header decides.
 func resultHasException(body []byte) bool {
 	b := wire.Buf{B: body}
-	for {
-		t, id, err := b.FieldHeader()
-		if err != nil || t == wire.TStop {
-			return false
-		}
-		if id != 0 {
-			return true
-		}
-		if b.Skip(t, 0) != nil {
-			return false
-		}
-	}
+	t, id, err := b.FieldHeader()
+	return err == nil && t != wire.TStop && id != 0
 }
 
 func (r *Router) firstDB(c *call) string {

@@ -29,6 +29,9 @@ func ReadMessage(r *bufio.Reader, lim Limits, scratch []byte) (*Message, error) 
 	return m, nil
 }
 
+// shrinkAbove: buffers grown past this by one message are released after it.
+const shrinkAbove = 4 << 20
+
 // Reader reads unframed messages from a stream it owns. It reads ahead in
 // large chunks and parses in place; bytes past one message start the next.
 // A Message it returns stays valid until the next call of Next.
@@ -65,6 +68,11 @@ func (rd *Reader) Next(m *Message) error {
 	}
 	if rd.start == rd.end {
 		rd.start, rd.end = 0, 0
+		if cap(rd.buf) > shrinkAbove && !rd.exact {
+			// One huge message (a 100k-partition answer) must not pin its
+			// buffer for the life of the connection.
+			rd.buf = make([]byte, 0, 32<<10)
+		}
 		if err := rd.read(1); err != nil {
 			return err
 		}

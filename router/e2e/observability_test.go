@@ -239,10 +239,7 @@ func obsReady(t *testing.T, p *proxytest.Proxy) obsReadyz {
 // Each entry must still return NO data (so the list shrinks as the features
 // land: a metric that starts to have samples fails the test until its entry
 // is removed).
-var obsNoProducer = map[string]string{
-	"hms_proxy_lock_request_split_total": "feature missing: lock requests naming several catalogs are refused as ambiguous, never split",
-	"hms_proxy_rate_limited_total":       "feature missing: overload protection (rate-limit.*) is recognised by configs but not implemented",
-}
+var obsNoProducer = map[string]string{}
 
 func TestObsDashboardAgainstRealPrometheusAndRealTraffic(t *testing.T) {
 	needHive(t)

@@ -223,6 +223,9 @@ func (l *Listener) serve(cn *conn) {
 				err = w.Flush()
 			}
 		}
+		if cap(out) > 4<<20 {
+			out = nil // do not pin a huge answer's buffer on an idle connection
+		}
 		stop := l.setBusy(cn, false)
 		if err != nil {
 			l.log.Debug("client went away while the reply was written", "remote", info.Remote, "err", err)
