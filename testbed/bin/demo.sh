@@ -24,7 +24,7 @@ command -v go >/dev/null 2>&1 || { echo "demo: ERROR: 'go' not found on PATH" >&
 bash testbed/bin/prepare.sh
 go build -o "$DEMO/hmsbed" ./testbed/cmd/hmsbed
 
-BED_PID= PROXY_PID=
+BED_PID= PROXY_PID= HIVE4_URI=
 stop_all() {
   trap - INT TERM EXIT
   echo
@@ -100,6 +100,14 @@ if [ -d cmd/hms-proxy ]; then
   echo
   echo "hms-proxy:"
   echo "  Thrift      thrift://127.0.0.1:9083"
+  # extra front doors of the config (additional-frontends.NAME.port / .frontend-profile)
+  HIVE4_URI=
+  while IFS='=' read -r key port; do
+    name=${key#additional-frontends.}; name=${name%.port}
+    profile=$(sed -n "s/^additional-frontends\.$name\.frontend-profile=//p" "$DEMO/demo.properties")
+    echo "  Thrift      thrift://127.0.0.1:$port   ($name${profile:+, clients of $profile})"
+    [ "$profile" != APACHE_4_1_0 ] || HIVE4_URI=thrift://127.0.0.1:$port
+  done < <(grep -E '^additional-frontends\.[A-Za-z0-9_-]+\.port=' "$DEMO/demo.properties" || true)
   echo "  management  http://127.0.0.1:10083/"
   echo "  output      $DEMO/logs/proxy.out (plus the log/audit files named in demo.properties, under $DEMO)"
 else
@@ -116,6 +124,9 @@ if [ -n "$PROXY_PID" ]; then
   echo "  $DEMO/hmsbed run --client 3.1.3 --uri $TRY_URI ddl --db catalog3__demo_sales"
   echo "  $DEMO/hmsbed run --client 3.1.3 --uri $TRY_URI lossless --db catalog2__demo_lossless --table events \\"
   echo "      --direct-uri $HMS_2_URI --direct-db demo_lossless"
+  if [ -n "$HIVE4_URI" ]; then
+    echo "  $DEMO/hmsbed run --client 4.1.0 --uri $HIVE4_URI ddl --db catalog3__demo_sales4"
+  fi
 fi
 echo "  (scenarios: version, ddl, lossless; clients: 3.1.3, 4.1.0 — see testbed/README-testbed.md)"
 echo
