@@ -18,7 +18,7 @@ import (
 )
 
 // Defaults of the settings that have one. Where the specification gives a
-// default it is used; the others are this project's decisions (README-config.md).
+// default it is used; the others are this project's decisions (README.md, "Decisions where the specification is silent").
 const (
 	DefaultServerName            = "hms-proxy"
 	DefaultBindHost              = "0.0.0.0"

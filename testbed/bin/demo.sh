@@ -128,7 +128,7 @@ if [ -n "$PROXY_PID" ]; then
     echo "  $DEMO/hmsbed run --client 4.1.0 --uri $HIVE4_URI ddl --db catalog3__demo_sales4"
   fi
 fi
-echo "  (scenarios: version, ddl, lossless; clients: 3.1.3, 4.1.0 — see testbed/README-testbed.md)"
+echo "  (scenarios: version, ddl, lossless; clients: 3.1.3, 4.1.0 — see the README section on the real-Hive test bed)"
 echo
 echo "Ctrl-C stops everything."
 

@@ -53,7 +53,7 @@ func usage(w io.Writer) {
   hmsbed prepare
   hmsbed start --hive VERSION [--hive VERSION ...] [--print-env] [--exit-when-ready]
   hmsbed run --client VERSION --uri thrift://HOST:PORT SCENARIO [scenario args]
-versions: 3.1.3, 4.1.0; scenarios: version, ddl, lossless (see testbed/README-testbed.md)
+versions: 3.1.3, 4.1.0; scenarios: version, ddl, lossless (see README.md, "The real-Hive test bed")
 `)
 }
 
