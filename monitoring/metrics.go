@@ -334,12 +334,22 @@ func (m *Metrics) RateLimited(dimension, scope, method, methodFamily, catalog st
 
 // SetBackendSessions publishes the pooled backend session counts of a catalog.
 func (m *Metrics) SetBackendSessions(catalog string, active, idle int) {
+	m.BackendSessionsOf(catalog)(active, idle)
+}
+
+// BackendSessionsOf returns a setter for one catalog's session gauges with
+// the label children resolved once, for callers that update on every call.
+func (m *Metrics) BackendSessionsOf(catalog string) func(active, idle int) {
 	if m == nil {
-		return
+		return func(int, int) {}
 	}
 	catalog = validLabel(catalog)
-	m.backendSessions.WithLabelValues(catalog, SessionActive).Set(float64(active))
-	m.backendSessions.WithLabelValues(catalog, SessionIdle).Set(float64(idle))
+	a := m.backendSessions.WithLabelValues(catalog, SessionActive)
+	i := m.backendSessions.WithLabelValues(catalog, SessionIdle)
+	return func(active, idle int) {
+		a.Set(float64(active))
+		i.Set(float64(idle))
+	}
 }
 
 // FrontendConnectionOpened and FrontendConnectionClosed track the open client

@@ -108,12 +108,8 @@ func New(opt Options) (*Router, error) {
 			PoolSize: cc.SharedSessionPoolSize, BorrowTimeout: cc.LatencyBudget,
 			ConnectTimeout: cc.ConnectTimeout, SocketTimeout: cc.SocketTimeout,
 			ConnectRetries: cc.ConnectRetries, RetryDelay: cc.ConnectRetryDelay, Framed: cc.FramedTransport,
-			Dial: opt.Dial,
-			OnSessions: func(active, idle int) {
-				if r.metrics != nil {
-					r.metrics.SetBackendSessions(name, active, idle)
-				}
-			},
+			Dial:       opt.Dial,
+			OnSessions: r.metrics.BackendSessionsOf(name),
 			OnAcquireTimeout: func(op string) {
 				if r.metrics != nil {
 					r.metrics.SessionAcquireTimeout(name, op)

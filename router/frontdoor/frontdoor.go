@@ -210,8 +210,10 @@ func (l *Listener) serve(cn *conn) {
 			l.readFailed(info, err)
 			return
 		}
+		// The read deadline only bounds waiting for the next request; a long
+		// call (drop_table with purge) reads nothing, so it is left as is
+		// and the next read sets a new one.
 		l.setBusy(cn, true)
-		_ = cn.c.SetReadDeadline(time.Time{})
 		out = l.h.Handle(context.Background(), info, msg, out[:0])
 		if len(out) > 0 {
 			if l.cfg.Framed {
