@@ -152,7 +152,7 @@ func (r *Router) adapted(ctx context.Context, c *call, cat *Catalog, ad *compat.
 	}
 	reply := &wire.Message{Header: wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}}
 	reply.Raw = res.Encode()
-	return r.replyOutward(c, cat, reply, out)
+	return r.replyOutward(c, cat, reply, nil, out)
 }
 
 // optionalReads answer empty on any backend failure: they only carry

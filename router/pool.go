@@ -126,12 +126,27 @@ func (b *Backend) Name() string { return b.opt.Catalog }
 // fails before any reply byte is retried once on a fresh connection when
 // retry is true (reads, or calls whose request never left).
 func (b *Backend) Call(ctx context.Context, req []byte, oneway, retry bool) (reply *wire.Message, done func(), err error) {
+	reply, done, _, err = b.CallWalk(ctx, req, oneway, retry, nil)
+	return reply, done, err
+}
+
+// ReplyWalk asks CallWalk to find a REPLY's role spans while reading it.
+type ReplyWalk struct {
+	Plan  *wire.Plan
+	Visit func(*wire.Span) error
+	Reset func() // forget what was visited (before a retry)
+}
+
+// CallWalk is Call that, given rw, reports the reply's role spans to
+// rw.Visit as it reads the reply; walked says whether it did (framed
+// replies and exceptions are not walked: the caller walks them itself).
+func (b *Backend) CallWalk(ctx context.Context, req []byte, oneway, retry bool, rw *ReplyWalk) (reply *wire.Message, done func(), walked bool, err error) {
 	s, err := b.borrow(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	start := time.Now()
-	reply, err = b.roundTrip(ctx, s, req, oneway)
+	reply, err = b.roundTrip(ctx, s, req, oneway, rw)
 	// Only a pooled session that went stale while idle (the metastore
 	// restarted, a firewall dropped it) deserves a second try; a fresh
 	// connection that failed, or a call that timed out, would just fail (or
@@ -141,22 +156,26 @@ func (b *Backend) Call(ctx context.Context, req []byte, oneway, retry bool) (rep
 		if s, err = b.borrowFresh(ctx); err != nil {
 			b.release()
 			b.failure(err)
-			return nil, nil, err
+			return nil, nil, false, err
+		}
+		if rw != nil && rw.Reset != nil {
+			rw.Reset()
 		}
 		start = time.Now()
-		reply, err = b.roundTrip(ctx, s, req, oneway)
+		reply, err = b.roundTrip(ctx, s, req, oneway, rw)
 	}
 	if err != nil {
 		b.discard(s)
 		b.release()
 		b.failure(err)
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	b.success(time.Since(start), s.addr)
-	return reply, s.done, nil
+	walked = rw != nil && reply != nil && reply.Type == wire.Reply && !b.opt.Framed
+	return reply, s.done, walked, nil
 }
 
-func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, oneway bool) (*wire.Message, error) {
+func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, oneway bool, rw *ReplyWalk) (*wire.Message, error) {
 	deadline := time.Time{}
 	if b.opt.SocketTimeout > 0 {
 		deadline = time.Now().Add(b.opt.SocketTimeout)
@@ -182,7 +201,11 @@ func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, oneway 
 		m, err = wire.ReadFramed(s.r, wire.Limits{MaxMessage: b.opt.MaxReply})
 	} else {
 		m = &s.reply
-		err = s.rd.Next(m)
+		if rw != nil {
+			err = s.rd.NextWalk(m, rw.Plan, rw.Visit)
+		} else {
+			err = s.rd.Next(m)
+		}
 	}
 	return m, err
 }

@@ -217,6 +217,8 @@ type call struct {
 	status        string
 	rt            route
 	info          RequestInfo
+	out           outward   // outward rewrites collected while reading the reply
+	rw            ReplyWalk // the walk that collects them
 }
 
 // Handle serves one client message and appends the reply to out (nothing for
@@ -483,7 +485,16 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 	if r.trace != nil {
 		r.trace.Backend(Info(ctx).ID, cat.Name, req)
 	}
-	reply, done, err := r.backends[cat].Call(ctx, req, m.Type == wire.Oneway, retry)
+	// Names are collected while the reply is read, unless something changes
+	// the body before it is rewritten (a field-id dialect, list filtering).
+	var rw *ReplyWalk
+	if spec.Result != nil && !dialect.Touches(spec.Name, true) &&
+		!(r.policies[cat].exposure.active() && listFilters[spec.Name] != nil) {
+		c.out = outward{ns: r.ns, cat: cat, patches: c.rt.patchArr[:0]}
+		c.rw = ReplyWalk{Plan: spec.Result, Visit: c.out.visit, Reset: c.out.reset}
+		rw = &c.rw
+	}
+	reply, done, walked, err := r.backends[cat].CallWalk(ctx, req, m.Type == wire.Oneway, retry, rw)
 	*reqp = req
 	r.bufs.Put(reqp)
 	if r.trace != nil {
@@ -506,12 +517,16 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 		}
 		reply = &wire.Message{Header: reply.Header, Raw: raw, BodyOff: reply.BodyOff}
 	}
-	return r.replyOutward(c, cat, reply, out)
+	var pre *outward
+	if walked {
+		pre = &c.out
+	}
+	return r.replyOutward(c, cat, reply, pre, out)
 }
 
 // replyOutward relays a backend reply with names rewritten to the client's
 // view and hidden objects filtered out.
-func (r *Router) replyOutward(c *call, cat *Catalog, reply *wire.Message, out []byte) []byte {
+func (r *Router) replyOutward(c *call, cat *Catalog, reply *wire.Message, pre *outward, out []byte) []byte {
 	m, spec := c.msg, c.spec
 	if reply.Type == wire.Exception {
 		if optionalReads[spec.Name] {
@@ -546,7 +561,13 @@ func (r *Router) replyOutward(c *call, cat *Catalog, reply *wire.Message, out []
 	if spec.Result == nil {
 		return append(out, body...)
 	}
-	patches, err := r.outwardPatches(spec.Result, cat, body, c.rt.patchArr[:0])
+	var patches []wire.Patch
+	var err error
+	if pre != nil {
+		patches = pre.patches // collected while the reply was read
+	} else {
+		patches, err = r.outwardPatches(spec.Result, cat, body, c.rt.patchArr[:0])
+	}
 	if err != nil {
 		c.status = "error"
 		out = out[:len(out)-len(wire.AppendHeader(nil, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}))]
@@ -559,38 +580,45 @@ func (r *Router) replyOutward(c *call, cat *Catalog, reply *wire.Message, out []
 	return wire.Apply(out, body, patches)
 }
 
-// outwardPatches computes internal → external rewrites of a result body.
+// outward collects the internal → external rewrites of a result body.
 // Replacement bytes are appended to one arena per call (slices taken before
 // the arena grows stay valid), and a catalog's external name is encoded
 // once, so a list of thousands of partitions costs a handful of allocations.
-func (r *Router) outwardPatches(plan *wire.Plan, cat *Catalog, body []byte, patches []wire.Patch) ([]wire.Patch, error) {
-	var arena []byte
-	ns := r.ns
-	err := wire.Walk(body, plan, 0, func(s *wire.Span) error {
-		switch s.Role {
-		case RoleDB:
-			if cat.Default {
-				return nil
-			}
-			start := len(arena)
-			arena = appendPrefixed(arena, cat.Name, ns.sep, "", s.Val)
-			patches = append(patches, wire.Patch{Start: s.Start, End: s.End, Data: arena[start:len(arena):len(arena)]})
-		case RoleCatalog:
-			if ns.preserve || string(s.Val) == cat.Name {
-				return nil
-			}
-			patches = append(patches, wire.Patch{Start: s.Start, End: s.End, Data: cat.encoded()})
-		case RoleFullTable:
-			if cat.Default {
-				return nil
-			}
-			start := len(arena)
-			arena = appendPrefixed(arena, cat.Name, ns.sep, "", s.Val)
-			patches = append(patches, wire.Patch{Start: s.Start, End: s.End, Data: arena[start:len(arena):len(arena)]})
+// It runs after a reply was read (outwardPatches), or while the pool reads
+// it (ReplyWalk), which saves a second pass over the reply.
+type outward struct {
+	ns      *Namespace
+	cat     *Catalog
+	patches []wire.Patch
+	arena   []byte
+}
+
+func (o *outward) visit(s *wire.Span) error {
+	cat, ns := o.cat, o.ns
+	switch s.Role {
+	case RoleDB, RoleFullTable:
+		if cat.Default {
+			return nil
 		}
-		return nil
-	})
-	return patches, err
+		start := len(o.arena)
+		o.arena = appendPrefixed(o.arena, cat.Name, ns.sep, "", s.Val)
+		o.patches = append(o.patches, wire.Patch{Start: s.Start, End: s.End, Data: o.arena[start:len(o.arena):len(o.arena)]})
+	case RoleCatalog:
+		if ns.preserve || string(s.Val) == cat.Name {
+			return nil
+		}
+		o.patches = append(o.patches, wire.Patch{Start: s.Start, End: s.End, Data: cat.encoded()})
+	}
+	return nil
+}
+
+func (o *outward) reset() { o.patches, o.arena = o.patches[:0], o.arena[:0] }
+
+// outwardPatches computes the outward rewrites of a result body.
+func (r *Router) outwardPatches(plan *wire.Plan, cat *Catalog, body []byte, patches []wire.Patch) ([]wire.Patch, error) {
+	o := outward{ns: r.ns, cat: cat, patches: patches}
+	err := wire.Walk(body, plan, 0, o.visit)
+	return o.patches, err
 }
 
 // appendPrefixed appends the Thrift string a+b+c+d.

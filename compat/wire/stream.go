@@ -62,7 +62,13 @@ func (rd *Reader) Peek(n int) ([]byte, error) {
 func (rd *Reader) Buffered() int { return rd.end - rd.start }
 
 // Next reads one message into m.
-func (rd *Reader) Next(m *Message) error {
+func (rd *Reader) Next(m *Message) error { return rd.NextWalk(m, nil, nil) }
+
+// NextWalk reads one message into m and, when it is a REPLY and plan is not
+// nil, reports the role spans of its body to visit while reading it (span
+// positions relative to the body): one pass instead of one to find the
+// message's end and another to find its names.
+func (rd *Reader) NextWalk(m *Message, plan *Plan, visit func(*Span) error) error {
 	if rd.max <= 0 {
 		rd.max = 100 << 20
 	}
@@ -78,9 +84,29 @@ func (rd *Reader) Next(m *Message) error {
 		}
 	}
 	b := Buf{B: rd.buf[rd.start:rd.end], Limit: rd.max, src: rd, max: rd.max}
-	if err := b.message(m); err != nil {
+	if plan == nil {
+		if err := b.message(m); err != nil {
+			return err
+		}
+		rd.start += b.Pos
+		return nil
+	}
+	h, err := b.ParseHeader()
+	if err != nil {
 		return err
 	}
+	off := b.Pos
+	if h.Type == Reply {
+		w := walker{b: b, visit: visit, base: off}
+		err = w.b.walkStruct(plan, &w, 0)
+		b = w.b
+	} else {
+		err = b.Skip(TStruct, 0)
+	}
+	if err != nil {
+		return err
+	}
+	*m = Message{Header: h, Raw: b.B[:b.Pos], BodyOff: off}
 	rd.start += b.Pos
 	return nil
 }

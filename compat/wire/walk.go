@@ -243,14 +243,17 @@ func Walk(body []byte, plan *Plan, limit int, visit func(*Span) error) error {
 }
 
 // walker carries one reusable Span through a walk: visit must not keep it.
+// Span positions are reported relative to base (the start of the walked
+// struct when it sits inside a larger buffer).
 type walker struct {
 	b     Buf
 	visit func(*Span) error
 	span  Span
+	base  int
 }
 
 func (w *walker) emit(role Role, start, end int, val []byte, p *Plan, id int16) error {
-	w.span = Span{Role: role, Start: start, End: end, Val: val, Path: p, FieldID: id}
+	w.span = Span{Role: role, Start: start - w.base, End: end - w.base, Val: val, Path: p, FieldID: id}
 	return w.visit(&w.span)
 }
 
