@@ -20,10 +20,11 @@ bench:
 generate:
 	bash thriftgen/regen.sh
 
-## check: formatting and vet
+## check: formatting, vet and staticcheck
 check:
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 ## build: the proxy binary in bin/
 build:

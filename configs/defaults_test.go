@@ -185,12 +185,12 @@ additional-frontends.h4.frontend-profile=APACHE_4_1_0
 synthetic-read-lock.store.zookeeper.connect-string=zk:2181
 logging.file=logs/hms-proxy.log
 `
-	cfg, err := ParseReader(strings.NewReader(in))
+	_, err := ParseReader(strings.NewReader(in))
 	if err == nil || !strings.Contains(err.Error(), `catalog.catalog1.expose-table-patterns.finance_.*=audit_.*,x{1,2}: invalid regular expression "x{1": unbalanced`) {
 		t.Fatalf("x{1,2} is split at its comma; want an error naming the piece, got %v", err)
 	}
 	in = strings.Replace(in, ",x{1,2}", "", 1)
-	cfg, err = ParseReader(strings.NewReader(in))
+	cfg, err := ParseReader(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}

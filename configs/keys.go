@@ -40,8 +40,6 @@ var (
 		"shared-session-pool-size", "latency-budget-ms", "runtime-profile",
 		"backend-standalone-metastore-jar", "impersonation-enabled",
 	}
-	// catalog.<name>.<prefix><anything>
-	catalogPrefixes = []string{"conf.", "expose-table-patterns."}
 	// additional-frontends.<name>.<suffix>
 	frontendSuffixes = []string{
 		"port", "frontend-profile", "standalone-metastore-jar", "bind-host",

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -200,7 +201,7 @@ func TestNewMetricsOnRegistryWithRuntimeCollectors(t *testing.T) {
 	// A second registry that already holds Go/process collectors (like the
 	// default registerer) must be accepted.
 	reg2 := prometheus.NewPedanticRegistry()
-	reg2.MustRegister(prometheus.NewGoCollector()) //nolint:staticcheck // deliberately the legacy duplicate
+	reg2.MustRegister(collectors.NewGoCollector())
 	NewMetrics(reg2, nil)
 	if _, err := reg2.Gather(); err != nil {
 		t.Fatal(err)

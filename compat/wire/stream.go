@@ -155,15 +155,6 @@ func (b *Buf) fillFrom(n int) error {
 	return nil
 }
 
-func grow(s []byte, n int) []byte {
-	if cap(s)-len(s) >= n {
-		return s[:len(s)+n]
-	}
-	ns := make([]byte, len(s)+n, 2*cap(s)+n+256)
-	copy(ns, s)
-	return ns
-}
-
 // ReadFramed reads one TFramedTransport frame and parses the message in it.
 func ReadFramed(r *bufio.Reader, lim Limits) (*Message, error) {
 	var hdr [4]byte

@@ -164,10 +164,10 @@ func (g *gen) names() error {
 	taken := map[string]string{} // Go name → what
 	claim := func(goName, what string) error {
 		if reserved[goName] {
-			return fmt.Errorf("Go name %s of %s is reserved", goName, what)
+			return fmt.Errorf("the Go name %s of %s is reserved", goName, what)
 		}
 		if prev, ok := taken[goName]; ok {
-			return fmt.Errorf("Go name %s used by %s and %s", goName, prev, what)
+			return fmt.Errorf("the Go name %s is used by %s and %s", goName, prev, what)
 		}
 		taken[goName] = what
 		return nil
