@@ -94,38 +94,28 @@ func invalid(format string, args ...any) error {
 	return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf(format, args...))
 }
 
+// seqBegin/seqEnd are the list- or set-specific ends of a sequence.
+type seqBegin func(context.Context) (thrift.TType, int, error)
+type seqEnd func(context.Context) error
+
 func readList[T any](ctx context.Context, p thrift.TProtocol, et thrift.TType, r reader[T]) ([]T, error) {
-	t, n, err := p.ReadListBegin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if n < 0 {
-		return nil, invalid("negative list size %d", n)
-	}
-	if n > 0 && t != et {
-		return nil, invalid("list of %s where list of %s is expected", t, et)
-	}
-	out := make([]T, 0, min(n, maxPrealloc))
-	for i := 0; i < n; i++ {
-		v, err := r(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, p.ReadListEnd(ctx)
+	return readSeq(ctx, p, "list", et, r, p.ReadListBegin, p.ReadListEnd)
 }
 
 func readSet[T any](ctx context.Context, p thrift.TProtocol, et thrift.TType, r reader[T]) ([]T, error) {
-	t, n, err := p.ReadSetBegin(ctx)
+	return readSeq(ctx, p, "set", et, r, p.ReadSetBegin, p.ReadSetEnd)
+}
+
+func readSeq[T any](ctx context.Context, p thrift.TProtocol, kind string, et thrift.TType, r reader[T], begin seqBegin, end seqEnd) ([]T, error) {
+	t, n, err := begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if n < 0 {
-		return nil, invalid("negative set size %d", n)
+		return nil, invalid("negative %s size %d", kind, n)
 	}
 	if n > 0 && t != et {
-		return nil, invalid("set of %s where set of %s is expected", t, et)
+		return nil, invalid("%s of %s where %s of %s is expected", kind, t, kind, et)
 	}
 	out := make([]T, 0, min(n, maxPrealloc))
 	for i := 0; i < n; i++ {
@@ -135,7 +125,7 @@ func readSet[T any](ctx context.Context, p thrift.TProtocol, et thrift.TType, r 
 		}
 		out = append(out, v)
 	}
-	return out, p.ReadSetEnd(ctx)
+	return out, end(ctx)
 }
 
 func readMap[K comparable, V any](ctx context.Context, p thrift.TProtocol, kt, vt thrift.TType, kr reader[K],
@@ -193,27 +183,24 @@ func readEntries[K, V any](ctx context.Context, p thrift.TProtocol, kt, vt thrif
 }
 
 func writeList[T any](ctx context.Context, p thrift.TProtocol, et thrift.TType, w writer[T], vs []T) error {
-	if err := p.WriteListBegin(ctx, et, len(vs)); err != nil {
-		return err
-	}
-	for _, v := range vs {
-		if err := w(ctx, p, v); err != nil {
-			return err
-		}
-	}
-	return p.WriteListEnd(ctx)
+	return writeSeq(ctx, p, w, vs, p.WriteListBegin(ctx, et, len(vs)), p.WriteListEnd)
 }
 
 func writeSet[T any](ctx context.Context, p thrift.TProtocol, et thrift.TType, w writer[T], vs []T) error {
-	if err := p.WriteSetBegin(ctx, et, len(vs)); err != nil {
-		return err
+	return writeSeq(ctx, p, w, vs, p.WriteSetBegin(ctx, et, len(vs)), p.WriteSetEnd)
+}
+
+// writeSeq writes the elements after a list or set header (begun = its error).
+func writeSeq[T any](ctx context.Context, p thrift.TProtocol, w writer[T], vs []T, begun error, end seqEnd) error {
+	if begun != nil {
+		return begun
 	}
 	for _, v := range vs {
 		if err := w(ctx, p, v); err != nil {
 			return err
 		}
 	}
-	return p.WriteSetEnd(ctx)
+	return end(ctx)
 }
 
 // writeMap writes entries sorted by key, so that equal maps always encode to the same bytes.
