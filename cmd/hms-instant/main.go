@@ -12,12 +12,10 @@ package main
 import (
 	"flag"
 	"fmt"
-	"net"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/hms-proxy/hms-proxy/bench/instant"
+	"github.com/hms-proxy/hms-proxy/bench/proc"
 )
 
 func main() {
@@ -38,17 +36,5 @@ func main() {
 		fmt.Fprintln(os.Stderr, "hms-instant:", err)
 		os.Exit(2)
 	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "hms-instant: -listen %s: %v\n", *listen, err)
-		os.Exit(1)
-	}
-	fmt.Printf("listening %s\n", ln.Addr())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	go func() { <-sig; srv.Close() }()
-	if err := srv.Serve(ln); err != nil {
-		fmt.Fprintln(os.Stderr, "hms-instant:", err)
-		os.Exit(1)
-	}
+	proc.ServeMain("hms-instant", *listen, srv)
 }

@@ -12,10 +12,9 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/hms-proxy/hms-proxy/bench/fwd"
+	"github.com/hms-proxy/hms-proxy/bench/proc"
 )
 
 func main() {
@@ -30,18 +29,5 @@ func main() {
 		fmt.Fprintf(os.Stderr, "tcpfwd: -to %q: %v\n", *to, err)
 		os.Exit(2)
 	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "tcpfwd: -listen %s: %v\n", *listen, err)
-		os.Exit(1)
-	}
-	fmt.Printf("listening %s\n", ln.Addr())
-	f := &fwd.Forwarder{Target: *to}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	go func() { <-sig; f.Close() }()
-	if err := f.Serve(ln); err != nil {
-		fmt.Fprintln(os.Stderr, "tcpfwd:", err)
-		os.Exit(1)
-	}
+	proc.ServeMain("tcpfwd", *listen, &fwd.Forwarder{Target: *to})
 }
