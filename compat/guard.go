@@ -1,8 +1,8 @@
 package compat
 
 import (
-	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Guard keeps writes lossless across versions: a field the backend runtime

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hms-proxy/hms-proxy/compat/wire"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // An enum value an older runtime does not know is refused for writes

@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/hms-proxy/hms-proxy/compat"
-	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // backendCaller lets compat adapters call one catalog's backend.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // offlineProxy has one catalog whose metastore is not running: every test

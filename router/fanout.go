@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hms-proxy/hms-proxy/compat/wire"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // callValue sends a call built from a Value to one catalog and returns the

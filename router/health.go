@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/monitoring"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // ProbeBackends checks every catalog's metastore with a cheap fb303

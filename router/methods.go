@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Family is the spec's method family (also a rate-limit and audit dimension).

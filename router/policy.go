@@ -5,8 +5,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Policy is one catalog's write policy and exposure rules.

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hms-proxy/hms-proxy/compat/wire"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // BackendOptions configure one catalog's pool.

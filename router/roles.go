@@ -1,8 +1,8 @@
 package router
 
 import (
-	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Roles of string fields in the canonical API.

@@ -18,11 +18,11 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/compat"
-	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Options are the parts a Router is built from (built in cmd, passed in).

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Debug tracing (logging.debug-tracing=true): LogTracer writes, at DEBUG and
@@ -24,7 +24,7 @@ import (
 // Values are rendered with the field names of the canonical schema and within
 // bounds (TraceLimits), so that tracing a call that returns a hundred thousand
 // partitions costs about as much as tracing one that returns ten. Rendering
-// walks the encoded message with compat/wire and skips what it does not show;
+// walks the encoded message with wire and skips what it does not show;
 // it never decodes a whole answer. A message that cannot be read is rendered
 // as a short note; tracing never fails, delays beyond rendering, or changes a
 // request.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
-	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // encode writes a whole message the way a Java peer does (TBinaryProtocol,

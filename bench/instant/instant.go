@@ -19,7 +19,7 @@ import (
 	"sync"
 
 	"github.com/hms-proxy/hms-proxy/bench/msg"
-	"github.com/hms-proxy/hms-proxy/compat/wire"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Replies maps a method name to its whole canned reply message (any sequence

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/bench/msg"
-	"github.com/hms-proxy/hms-proxy/compat/wire"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Conn is one client connection speaking unframed TBinaryProtocol, as Hive's

@@ -12,7 +12,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
-	"github.com/hms-proxy/hms-proxy/compat/wire"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Encode returns one whole TBinaryProtocol call message (strict envelope,

@@ -1,5 +1,5 @@
 // Package proxybench runs hms-proxy in-process, assembled exactly as
-// cmd/hms-proxy assembles it (router/app), in front of an instant backend
+// cmd/hms-proxy assembles it (app), in front of an instant backend
 // (the benchmark's load fixture), for profiling and allocation counts; and
 // builds synthetic replies for that backend when no real metastore recorded
 // them.
@@ -19,11 +19,11 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
+	"github.com/hms-proxy/hms-proxy/app"
 	"github.com/hms-proxy/hms-proxy/bench/instant"
 	"github.com/hms-proxy/hms-proxy/bench/msg"
 	"github.com/hms-proxy/hms-proxy/bench/workload"
 	"github.com/hms-proxy/hms-proxy/configs"
-	"github.com/hms-proxy/hms-proxy/router/app"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/bench/instant"
 	"github.com/hms-proxy/hms-proxy/bench/load"
 	"github.com/hms-proxy/hms-proxy/bench/workload"
-	"github.com/hms-proxy/hms-proxy/compat/wire"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // bed is an instant backend, a forwarder to it and an in-process proxy to it.

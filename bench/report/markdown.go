@@ -179,7 +179,7 @@ func (r *Results) Markdown(svgName string) string {
 
 	if len(r.Allocs) > 0 {
 		p("\n## Allocations per call (proxy in-process, instant backend)\n\n")
-		p("`hms-bench profile` runs the proxy inside its own process (router/app, audit on), drives the workload through it\n")
+		p("`hms-bench profile` runs the proxy inside its own process (app, audit on), drives the workload through it\n")
 		p("with 4 connections under a CPU profile, and subtracts what the same calls allocate straight to the instant backend.\n")
 		p("Profiles: `profiles/<workload>.{cpu,alloc}.prof` (git-ignored) and their `go tool pprof -top` in `profiles/*.top.txt`.\n\n")
 		p("| Workload | proxy allocs/op | proxy bytes/op | ops profiled |\n|---|---:|---:|---:|\n")

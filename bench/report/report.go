@@ -129,7 +129,7 @@ type MemPoint struct {
 }
 
 // Alloc is the proxy's own heap allocation per call of one workload, measured
-// in a helper process that runs the proxy in-process (router/app).
+// in a helper process that runs the proxy in-process (app).
 type Alloc struct {
 	Workload        string  `json:"workload"`
 	Ops             int     `json:"ops"`

@@ -32,7 +32,7 @@ type ProfileArgs struct {
 // sample per 4 KiB on average; the default 512 KiB misses most small objects).
 const MemProfileRate = 4096
 
-// Profile runs hms-proxy in this process (router/app, as cmd/hms-proxy
+// Profile runs hms-proxy in this process (app, as cmd/hms-proxy
 // assembles it) in front of the instant backend, drives one workload through
 // it under a CPU profile, writes the CPU and allocation profiles, and prints
 // one JSON report.Alloc on w. Allocations per call are the process's mallocs

@@ -15,9 +15,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hms-proxy/hms-proxy/app"
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/configs"
-	"github.com/hms-proxy/hms-proxy/router/app"
 )
 
 const usage = `usage:

@@ -38,8 +38,8 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/hms-proxy/hms-proxy/compat"
-	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Bounds of the double: it is a loopback test fixture, not a server.

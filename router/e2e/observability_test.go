@@ -27,11 +27,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/monitoring/promtest"
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 const obsDashboard = "../../monitoring/grafana/hms-proxy-dashboard.json"

@@ -13,9 +13,9 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/hms-proxy/hms-proxy/compat"
-	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Every frontend profile is one listener that shows exactly its version's

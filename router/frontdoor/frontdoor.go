@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hms-proxy/hms-proxy/compat/wire"
 	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Config is one listener's socket behaviour.

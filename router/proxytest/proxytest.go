@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/app"
 	"github.com/hms-proxy/hms-proxy/configs"
-	"github.com/hms-proxy/hms-proxy/router/app"
 )
 
 // Proxy is a running in-process proxy.

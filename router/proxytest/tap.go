@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hms-proxy/hms-proxy/compat/wire"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Bounds of one Tap: a test that goes past them fails instead of letting the

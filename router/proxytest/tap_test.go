@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hms-proxy/hms-proxy/compat/wire"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // fakeBackend is a minimal Thrift server: it answers every call with a

@@ -65,7 +65,7 @@ func TestNotInATestFile(t *testing.T) {}
 }
 
 func TestParseTestRef(t *testing.T) {
-	for _, ok := range []string{"router/e2e:TestHive4ClientAgainstHive313Backends", "router:TestX", "compat/capmatrix:Test"} {
+	for _, ok := range []string{"router/e2e:TestHive4ClientAgainstHive313Backends", "router:TestX", "cmd/capmatrix:Test"} {
 		if _, err := ParseTestRef(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}

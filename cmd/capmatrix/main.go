@@ -3,9 +3,9 @@
 // canonical schema (thriftgen), the router's method table and compat's
 // runtime plans.
 //
-//	go run ./compat/capmatrix           check: exit 1 if a generated doc is stale or the data is wrong
-//	go run ./compat/capmatrix -write    write COMPATIBILITY.md, and the README table if README.md has the markers
-//	go run ./compat/capmatrix -readme   as -write, and fail if README.md lacks the markers
+//	go run ./cmd/capmatrix           check: exit 1 if a generated doc is stale or the data is wrong
+//	go run ./cmd/capmatrix -write    write COMPATIBILITY.md, and the README table if README.md has the markers
+//	go run ./cmd/capmatrix -readme   as -write, and fail if README.md lacks the markers
 //
 // The README table goes between the lines <!-- capabilities:begin --> and
 // <!-- capabilities:end -->; nothing else in README.md is touched.
@@ -33,7 +33,7 @@ func main() {
 	readme := flag.Bool("readme", false, "also require README.md's capability markers and write the table between them (implies -write)")
 	root := flag.String("root", "", "repository root (default: the directory holding the module's go.mod, found from the working directory up)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./compat/capmatrix [-write] [-readme] [-root DIR]\n"+
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./cmd/capmatrix [-write] [-readme] [-root DIR]\n"+
 			"Without -write it checks that %s, %s and the README table are current.\n", CapabilitiesFile, CompatibilityFile)
 		flag.PrintDefaults()
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
-// repoRoot is two levels up from this package (compat/capmatrix).
+// repoRoot is two levels up from this package (cmd/capmatrix).
 func repoRoot(t *testing.T) string {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))

@@ -10,7 +10,7 @@ import (
 )
 
 // Command is how the generated files are refreshed.
-const Command = "go run ./compat/capmatrix -write"
+const Command = "go run ./cmd/capmatrix -write"
 
 // cell escapes text for a Markdown table cell.
 func cell(s string) string {
