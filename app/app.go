@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/router/frontdoor"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // App is an assembled proxy.
@@ -32,6 +34,7 @@ type App struct {
 	Listeners []*frontdoor.Listener // primary first
 	Names     []string              // listener names, parallel to Listeners
 	Mgmt      *monitoring.Management
+	Budget    *wire.Budget // bytes of client messages in progress, over all listeners
 	closers   []io.Closer
 }
 
@@ -61,6 +64,17 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 		a.closeFiles()
 		return nil, err
 	}
+	// Messages in progress over all listeners hold at most twice the largest
+	// message size beyond their base buffers: a storm of huge declared
+	// messages cannot take the process's memory.
+	var maxMsg int64
+	for _, fc := range cfg.Frontends() {
+		maxMsg = max(maxMsg, fc.MaxMessageSize)
+	}
+	budget := wire.NewBudget(2*maxMsg, 5*time.Second)
+	a.Budget = budget
+	monitoring.RegisterInFlightBytes(a.Registry, budget.Used, budget.Total())
+	stricts := map[thriftgen.ProfileSet]*wire.StrictSchema{}
 	for _, fc := range cfg.Frontends() {
 		prof, ok := thriftgen.ProfileByName(string(fc.Profile))
 		runtime, err := compat.Lookup(string(fc.Profile))
@@ -71,6 +85,13 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 		if err != nil {
 			return nil, err
 		}
+		strict := stricts[prof]
+		if strict == nil {
+			if strict, err = wire.NewStrictSchema(prof); err != nil {
+				return nil, err
+			}
+			stricts[prof] = strict
+		}
 		name := fc.Name
 		if name == "" {
 			name = "primary"
@@ -80,10 +101,12 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 			MaxWorkers: fc.MaxWorkerThreads, ClientSocketTimeout: fc.ClientSocketTimeout,
 			KeepAlive: fc.TCPKeepAlive, KeepAliveIdle: fc.TCPKeepAliveIdle,
 			KeepAliveInterval: fc.TCPKeepAliveInterval, KeepAliveCount: fc.TCPKeepAliveCount,
-			Framed: fc.FramedTransport, MaxMessage: int(fc.MaxMessageSize)},
+			Framed: fc.FramedTransport, MaxMessage: int(fc.MaxMessageSize), Strict: strict, Budget: budget},
 			&router.Frontend{Name: name, Profile: prof, Runtime: runtime, Dialect: dialect}, a.Router, log,
 			frontdoor.Hooks{
 				BadInput: func(reason string) { m.BadFrame(name, reason) },
+				Refused:  func(reason string) { m.FrontendRefused(name, reason) },
+				InFlight: func(d int) { m.FrontendInFlight(name, d) },
 				Connections: func(d int) {
 					if d > 0 {
 						m.FrontendConnectionOpened(name)

@@ -128,7 +128,7 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	dst = append(dst, `","requestId":`...)
 	dst = strconv.AppendUint(dst, r.RequestID, 10)
 	dst = append(dst, `,"method":`...)
-	dst = AppendString(dst, r.Method)
+	dst = AppendString(dst, Clip(r.Method, MaxMethodLen))
 	dst = append(dst, `,"operationClass":`...)
 	dst = AppendString(dst, r.OperationClass)
 	dst = append(dst, `,"catalog":`...)
@@ -148,11 +148,32 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	dst = append(dst, `,"defaultCatalogRouted":`...)
 	dst = strconv.AppendBool(dst, r.DefaultCatalogRouted)
 	dst = append(dst, `,"remoteAddress":`...)
-	dst = AppendString(dst, r.RemoteAddress)
+	dst = AppendString(dst, Clip(r.RemoteAddress, MaxValueLen))
 	dst = append(dst, `,"authenticatedUser":`...)
-	dst = AppendString(dst, r.AuthenticatedUser)
+	dst = AppendString(dst, Clip(r.AuthenticatedUser, MaxValueLen))
 	dst = append(dst, '}')
 	return dst
+}
+
+// Bounds of client-controlled values in a record (and in log lines): a
+// client can send a method name or a principal of megabytes; the record keeps
+// the start and says how much was left out.
+const (
+	MaxMethodLen = 256
+	MaxValueLen  = 1024
+)
+
+// Clip returns s when it is at most max bytes, else its first max bytes (cut
+// at a character boundary) followed by "…(+N bytes)".
+func Clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(+" + strconv.Itoa(len(s)-cut) + " bytes)"
 }
 
 const hexDigits = "0123456789abcdef"

@@ -233,3 +233,23 @@ func BenchmarkLogHostile(b *testing.B) {
 		l.Log(r)
 	}
 }
+
+func TestClientControlledValuesAreClipped(t *testing.T) {
+	long := strings.Repeat("m", 64<<10)
+	line := string(AppendRecord(nil, &Record{Method: long, RemoteAddress: long, AuthenticatedUser: "é" + long}))
+	if len(line) > 4<<10 {
+		t.Fatalf("a 64 KiB method name made a %d-byte record", len(line))
+	}
+	for _, want := range []string{"…(+65280 bytes)", "…(+64512 bytes)"} {
+		if !strings.Contains(line, want) {
+			t.Fatalf("record %q does not say how much was left out (%s)", line[:200], want)
+		}
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(line), &rec); err != nil {
+		t.Fatalf("a clipped record is not JSON: %v", err)
+	}
+	if Clip("short", 10) != "short" {
+		t.Fatal("short values pass unchanged")
+	}
+}

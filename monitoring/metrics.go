@@ -6,6 +6,7 @@ package monitoring
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,9 @@ const (
 	MetricBackendSessions             = "hms_proxy_backend_sessions"
 	MetricFrontendConnections         = "hms_proxy_frontend_connections"
 	MetricBadFramesTotal              = "hms_proxy_bad_frames_total"
+	MetricFrontendRefusedTotal        = "hms_proxy_frontend_refused_total"
+	MetricFrontendInFlightCalls       = "hms_proxy_frontend_inflight_calls"
+	MetricFrontendInFlightBytes       = "hms_proxy_frontend_inflight_message_bytes"
 )
 
 // RequestDurationBuckets are the histogram buckets (seconds) of
@@ -87,6 +91,8 @@ type Metrics struct {
 	backendSessions   *prometheus.GaugeVec
 	frontendConns     *prometheus.GaugeVec
 	badFrames         *prometheus.CounterVec
+	frontendRefused   *prometheus.CounterVec
+	frontendInFlight  *prometheus.GaugeVec
 	exceptionValues   boundedValues
 	apiValues         boundedValues
 	badFrameReasons   boundedValues
@@ -177,10 +183,20 @@ func NewMetrics(reg prometheus.Registerer, methods []string) *Metrics {
 		Help: "Client messages rejected before dispatch because they could not be read as Thrift calls, by front-door listener and reason.",
 	}, []string{"frontend", "reason"})
 
+	m.frontendRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricFrontendRefusedTotal,
+		Help: "Client calls or connections refused by front-door admission, by listener and reason (busy: no worker free within the queue bounds of server.max-worker-threads; per_source: the source address's connection cap).",
+	}, []string{"frontend", "reason"})
+	m.frontendInFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: MetricFrontendInFlightCalls,
+		Help: "Client calls being served now, by front-door listener (bounded by its max-worker-threads).",
+	}, []string{"frontend"})
+
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.backendFailures, m.backendFallback,
 			m.routingAmbiguous, m.defaultCatalog, m.lockSplit, m.rateLimited, m.filtered,
-			m.acquireTimeouts, m.backendSessions, m.frontendConns, m.badFrames)
+			m.acquireTimeouts, m.backendSessions, m.frontendConns, m.badFrames,
+			m.frontendRefused, m.frontendInFlight)
 		for _, c := range []prometheus.Collector{
 			collectors.NewGoCollector(),
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -376,6 +392,35 @@ func (m *Metrics) BadFrame(frontend, reason string) {
 		return
 	}
 	m.badFrames.WithLabelValues(validLabel(frontend), m.badFrameReasons.label(reason)).Inc()
+}
+
+// FrontendRefused counts a call or connection refused by admission.
+func (m *Metrics) FrontendRefused(frontend, reason string) {
+	if m == nil {
+		return
+	}
+	m.frontendRefused.WithLabelValues(validLabel(frontend), m.badFrameReasons.label(reason)).Inc()
+}
+
+// FrontendInFlight moves the in-flight call gauge of a listener by delta.
+func (m *Metrics) FrontendInFlight(frontend string, delta int) {
+	if m == nil {
+		return
+	}
+	m.frontendInFlight.WithLabelValues(validLabel(frontend)).Add(float64(delta))
+}
+
+// RegisterInFlightBytes exports the bytes client messages in progress hold
+// beyond their base buffers, over all listeners (read from used at scrape).
+func RegisterInFlightBytes(reg prometheus.Registerer, used func() int64, budget int64) {
+	if reg == nil {
+		return
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        MetricFrontendInFlightBytes,
+		Help:        "Bytes that client messages being read hold beyond their base buffers, over all listeners; bounded by the in-flight message budget (the const label budget_bytes, twice the largest server.max-message-size).",
+		ConstLabels: prometheus.Labels{"budget_bytes": strconv.FormatInt(budget, 10)},
+	}, func() float64 { return float64(used()) }))
 }
 
 // boundedValues admits the first maxDynamicLabelValues distinct values of a

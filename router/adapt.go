@@ -38,7 +38,7 @@ func (bc *backendCaller) Call(method string, args wire.Value) (wire.Value, error
 	if bc.trace != nil && ri != nil {
 		bc.trace.Backend(ri.ID, bc.b.Name(), req)
 	}
-	reply, done, err := bc.b.Call(bc.ctx, req, false, false)
+	reply, done, err := bc.b.Call(bc.ctx, req, false)
 	if bc.trace != nil && ri != nil {
 		bc.trace.BackendReply(ri.ID, bc.b.Name(), reply, err)
 	}

@@ -19,7 +19,7 @@ func (r *Router) callValue(ctx context.Context, cat *Catalog, method string, arg
 	if r.trace != nil && ri != nil {
 		r.trace.Backend(ri.ID, cat.Name, req)
 	}
-	reply, done, err := r.backends[cat].Call(ctx, req, false, true)
+	reply, done, err := r.backends[cat].Call(ctx, req, true)
 	if r.trace != nil && ri != nil {
 		r.trace.BackendReply(ri.ID, cat.Name, reply, err)
 	}

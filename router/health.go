@@ -23,7 +23,7 @@ func (r *Router) ProbeBackends(ctx context.Context) {
 			b.markProbe()
 			args := wire.Struct()
 			req := wire.AppendMessage(nil, wire.Header{Name: "getStatus", Type: wire.Call, SeqID: 1}, &args)
-			reply, done, err := b.Call(pctx, req, false, true)
+			reply, done, err := b.Call(pctx, req, true)
 			if err == nil {
 				done()
 				if reply.Type == wire.Exception {

@@ -3,6 +3,7 @@ package router
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -13,16 +14,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // BackendOptions configure one catalog's pool.
 type BackendOptions struct {
-	Catalog        string
-	URIs           []string // thrift://host:port
-	Sequential     bool     // metastore.thrift.uri.selection=SEQUENTIAL; else shuffled per connect, as Hive's client does
-	PoolSize       int
-	BorrowTimeout  time.Duration // latency budget when set, else 30 s
+	Catalog       string
+	URIs          []string // thrift://host:port
+	Sequential    bool     // metastore.thrift.uri.selection=SEQUENTIAL; else shuffled per connect, as Hive's client does
+	PoolSize      int
+	BorrowTimeout time.Duration // wait for a free session: the latency budget when set, else 30 s
+	// CallBudget bounds a whole call, borrow and round trip (the catalog's
+	// latency-budget-ms); 0: only SocketTimeout bounds the round trip.
+	CallBudget     time.Duration
 	ConnectTimeout time.Duration
 	SocketTimeout  time.Duration // read/write deadline of one backend call
 	ConnectRetries int           // attempts over the URI list
@@ -39,6 +44,14 @@ type BackendOptions struct {
 
 // ErrPoolExhausted is returned when no session frees up within the budget.
 var ErrPoolExhausted = errors.New("backend session pool exhausted")
+
+// ErrBadReply is returned when a backend's reply does not belong to the
+// request it answers (another sequence id or method, a call instead of a
+// reply, bytes after it): the session is closed, never reused.
+var ErrBadReply = errors.New("backend reply does not match its request")
+
+// ErrBudgetExceeded is returned when a call did not finish within its budget.
+var ErrBudgetExceeded = errors.New("latency budget exceeded")
 
 // Backend is the pool of Thrift sessions to one catalog's metastore.
 type Backend struct {
@@ -68,6 +81,7 @@ type BackendHealth struct {
 type session struct {
 	done   func() // gives the session back; bound once per session
 	reused bool   // came from the idle pool
+	seq    int32  // sequence id of the last request sent on this session
 	conn   net.Conn
 	r      *bufio.Reader
 	w      *bufio.Writer
@@ -121,12 +135,15 @@ func thriftAddr(u string) (string, error) {
 // Name is the catalog this pool serves.
 func (b *Backend) Name() string { return b.opt.Catalog }
 
-// Call sends one whole message (envelope included) and returns the reply,
-// which stays valid until done is called. A stale pooled connection that
-// fails before any reply byte is retried once on a fresh connection when
-// retry is true (reads, or calls whose request never left).
-func (b *Backend) Call(ctx context.Context, req []byte, oneway, retry bool) (reply *wire.Message, done func(), err error) {
-	reply, done, _, err = b.CallWalk(ctx, req, oneway, retry, nil)
+// Call sends one whole CALL message (envelope included, strict form) and
+// returns the reply, which stays valid until done is called. The request's
+// sequence id is replaced by the session's own, and the reply must carry it
+// and the request's method name. A stale pooled connection that fails before
+// any reply byte is retried once on a fresh connection when retry is true
+// (reads, or calls whose request never left). Oneway calls are not forwarded
+// by hms-proxy (HMS declares none but fb303's, which the proxy answers).
+func (b *Backend) Call(ctx context.Context, req []byte, retry bool) (reply *wire.Message, done func(), err error) {
+	reply, done, _, err = b.CallWalk(ctx, req, retry, nil)
 	return reply, done, err
 }
 
@@ -140,13 +157,20 @@ type ReplyWalk struct {
 // CallWalk is Call that, given rw, reports the reply's role spans to
 // rw.Visit as it reads the reply; walked says whether it did (framed
 // replies and exceptions are not walked: the caller walks them itself).
-func (b *Backend) CallWalk(ctx context.Context, req []byte, oneway, retry bool, rw *ReplyWalk) (reply *wire.Message, done func(), walked bool, err error) {
-	s, err := b.borrow(ctx)
+func (b *Backend) CallWalk(ctx context.Context, req []byte, retry bool, rw *ReplyWalk) (reply *wire.Message, done func(), walked bool, err error) {
+	var deadline time.Time
+	if b.opt.CallBudget > 0 {
+		deadline = time.Now().Add(b.opt.CallBudget)
+	}
+	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d
+	}
+	s, err := b.borrow(ctx, deadline)
 	if err != nil {
 		return nil, nil, false, err
 	}
 	start := time.Now()
-	reply, err = b.roundTrip(ctx, s, req, oneway, rw)
+	reply, err = b.roundTrip(ctx, s, req, deadline, rw)
 	// Only a pooled session that went stale while idle (the metastore
 	// restarted, a firewall dropped it) deserves a second try; a fresh
 	// connection that failed, or a call that timed out, would just fail (or
@@ -162,11 +186,15 @@ func (b *Backend) CallWalk(ctx context.Context, req []byte, oneway, retry bool, 
 			rw.Reset()
 		}
 		start = time.Now()
-		reply, err = b.roundTrip(ctx, s, req, oneway, rw)
+		reply, err = b.roundTrip(ctx, s, req, deadline, rw)
 	}
 	if err != nil {
 		b.discard(s)
 		b.release()
+		if isTimeout(err) && !deadline.IsZero() && !time.Now().Before(deadline) && b.opt.CallBudget > 0 {
+			err = fmt.Errorf("catalog %s: %w: the call did not finish within %v (catalog.%s.latency-budget-ms); its session was closed",
+				b.opt.Catalog, ErrBudgetExceeded, b.opt.CallBudget, b.opt.Catalog)
+		}
 		b.failure(err)
 		return nil, nil, false, err
 	}
@@ -175,15 +203,25 @@ func (b *Backend) CallWalk(ctx context.Context, req []byte, oneway, retry bool, 
 	return reply, s.done, walked, nil
 }
 
-func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, oneway bool, rw *ReplyWalk) (*wire.Message, error) {
-	deadline := time.Time{}
-	if b.opt.SocketTimeout > 0 {
-		deadline = time.Now().Add(b.opt.SocketTimeout)
+func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, callDeadline time.Time, rw *ReplyWalk) (*wire.Message, error) {
+	name, ok := stampSeq(req, s.seq+1)
+	if !ok {
+		return nil, fmt.Errorf("catalog %s: internal error: a request without a strict CALL header", b.opt.Catalog)
 	}
-	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
-		deadline = d
+	s.seq++
+	deadline := callDeadline
+	if b.opt.SocketTimeout > 0 {
+		if d := time.Now().Add(b.opt.SocketTimeout); deadline.IsZero() || d.Before(deadline) {
+			deadline = d
+		}
 	}
 	_ = s.conn.SetDeadline(deadline)
+	if ctx.Done() != nil {
+		// Cancellation (a fan-out whose other leg failed) interrupts the
+		// blocked read; the session is then closed by the caller.
+		stop := context.AfterFunc(ctx, func() { _ = s.conn.SetDeadline(time.Unix(1, 0)) })
+		defer stop()
+	}
 	var err error
 	if b.opt.Framed {
 		err = wire.WriteFramed(s.w, req)
@@ -193,12 +231,15 @@ func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, oneway 
 	if err == nil {
 		err = s.w.Flush()
 	}
-	if err != nil || oneway {
+	if err != nil {
 		return nil, err
 	}
 	var m *wire.Message
+	buffered := 0
 	if b.opt.Framed {
-		m, err = wire.ReadFramed(s.r, wire.Limits{MaxMessage: b.opt.MaxReply})
+		if m, err = wire.ReadFramed(s.r, wire.Limits{MaxMessage: b.opt.MaxReply}); err == nil {
+			buffered = s.r.Buffered()
+		}
 	} else {
 		m = &s.reply
 		if rw != nil {
@@ -206,15 +247,48 @@ func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, oneway 
 		} else {
 			err = s.rd.Next(m)
 		}
+		buffered = s.rd.Buffered()
 	}
-	return m, err
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	switch {
+	case m.Type != wire.Reply && m.Type != wire.Exception:
+		err = fmt.Errorf("catalog %s: %w: a message of type %d arrived for %s", b.opt.Catalog, ErrBadReply, m.Type, name)
+	case m.Name != string(name) || m.SeqID != s.seq:
+		err = fmt.Errorf("catalog %s: %w: sent %s with sequence id %d, got %s with sequence id %d",
+			b.opt.Catalog, ErrBadReply, name, s.seq, audit.Clip(m.Name, audit.MaxMethodLen), m.SeqID)
+	case buffered > 0:
+		err = fmt.Errorf("catalog %s: %w: %d bytes followed the reply to %s", b.opt.Catalog, ErrBadReply, buffered, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
-func (b *Backend) borrow(ctx context.Context) (*session, error) {
+// stampSeq writes seq into the header of a strict-form message and returns
+// its method name (a view of req).
+func stampSeq(req []byte, seq int32) ([]byte, bool) {
+	if len(req) < 12 || req[0]&0x80 == 0 {
+		return nil, false
+	}
+	n := int(binary.BigEndian.Uint32(req[4:8]))
+	if n < 0 || 8+n+4 > len(req) {
+		return nil, false
+	}
+	binary.BigEndian.PutUint32(req[8+n:], uint32(seq))
+	return req[8 : 8+n], true
+}
+
+func (b *Backend) borrow(ctx context.Context, deadline time.Time) (*session, error) {
 	select {
 	case b.permits <- struct{}{}: // a free session slot: no timer needed
 	default:
-		if err := b.waitPermit(ctx); err != nil {
+		if err := b.waitPermit(ctx, deadline); err != nil {
 			return nil, err
 		}
 	}
@@ -225,7 +299,7 @@ func (b *Backend) borrow(ctx context.Context) (*session, error) {
 		return s, nil
 	default:
 	}
-	s, err := b.dial(ctx)
+	s, err := b.dial(ctx, deadline)
 	if err != nil {
 		b.release()
 		b.failure(err)
@@ -235,9 +309,14 @@ func (b *Backend) borrow(ctx context.Context) (*session, error) {
 	return s, nil
 }
 
-// waitPermit waits for a session slot within the borrow budget.
-func (b *Backend) waitPermit(ctx context.Context) error {
-	t := time.NewTimer(b.opt.BorrowTimeout)
+// waitPermit waits for a session slot within the borrow budget (and the
+// call's deadline).
+func (b *Backend) waitPermit(ctx context.Context, deadline time.Time) error {
+	wait := b.opt.BorrowTimeout
+	if !deadline.IsZero() {
+		wait = min(wait, time.Until(deadline))
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case b.permits <- struct{}{}:
@@ -247,14 +326,14 @@ func (b *Backend) waitPermit(ctx context.Context) error {
 			b.opt.OnAcquireTimeout("borrow")
 		}
 		return fmt.Errorf("catalog %s: %w: no session of %d freed up within %v",
-			b.opt.Catalog, ErrPoolExhausted, b.opt.PoolSize, b.opt.BorrowTimeout)
+			b.opt.Catalog, ErrPoolExhausted, b.opt.PoolSize, wait)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
 // borrowFresh dials a new session under the permit already held.
-func (b *Backend) borrowFresh(ctx context.Context) (*session, error) { return b.dial(ctx) }
+func (b *Backend) borrowFresh(ctx context.Context) (*session, error) { return b.dial(ctx, time.Time{}) }
 
 func (b *Backend) release() {
 	<-b.permits
@@ -294,7 +373,12 @@ func (b *Backend) discard(s *session) { s.conn.Close() }
 
 // dial connects to the first reachable URI, trying the list ConnectRetries
 // times (RANDOM selection shuffles the list on each attempt, like Hive).
-func (b *Backend) dial(ctx context.Context) (*session, error) {
+func (b *Backend) dial(ctx context.Context, deadline time.Time) (*session, error) {
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
 	dial := b.opt.Dial
 	if dial == nil {
 		d := &net.Dialer{Timeout: b.opt.ConnectTimeout, KeepAlive: 30 * time.Second}

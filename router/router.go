@@ -105,7 +105,7 @@ func New(opt Options) (*Router, error) {
 		sel := strings.ToUpper(firstNonEmpty(cc.Conf["metastore.thrift.uri.selection"], cc.Conf["hive.metastore.uri.selection"]))
 		b, err := NewBackend(BackendOptions{
 			Catalog: c.Name, URIs: cc.URIs, Sequential: sel == "SEQUENTIAL",
-			PoolSize: cc.SharedSessionPoolSize, BorrowTimeout: cc.LatencyBudget,
+			PoolSize: cc.SharedSessionPoolSize, BorrowTimeout: cc.LatencyBudget, CallBudget: cc.LatencyBudget,
 			ConnectTimeout: cc.ConnectTimeout, SocketTimeout: cc.SocketTimeout,
 			ConnectRetries: cc.ConnectRetries, RetryDelay: cc.ConnectRetryDelay, Framed: cc.FramedTransport,
 			Dial:       opt.Dial,
@@ -290,7 +290,7 @@ func (r *Router) dispatch(ctx context.Context, c *call, out []byte) []byte {
 	case RefuseAlways:
 		return r.refuse(c, out, fmt.Sprintf("%s is refused by hms-proxy: %s", m.Name, spec.Why))
 	case DropOneway:
-		r.log.Warn("dropped fb303 control call; it never reaches a backend", "method", m.Name, "remote", c.conn.Remote)
+		r.log.Debug("answered an fb303 control call locally; it never reaches a backend", "method", m.Name, "remote", c.conn.Remote)
 		if m.Type == wire.Oneway {
 			return out
 		}
@@ -494,7 +494,7 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 		c.rw = ReplyWalk{Plan: spec.Result, Visit: c.out.visit, Reset: c.out.reset}
 		rw = &c.rw
 	}
-	reply, done, walked, err := r.backends[cat].CallWalk(ctx, req, m.Type == wire.Oneway, retry, rw)
+	reply, done, walked, err := r.backends[cat].CallWalk(ctx, req, retry, rw)
 	*reqp = req
 	r.bufs.Put(reqp)
 	if r.trace != nil {
@@ -505,9 +505,6 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 			return r.fallbackEmpty(c, out, "error")
 		}
 		return r.backendError(c, cat, out, err)
-	}
-	if reply == nil { // oneway
-		return out
 	}
 	defer done()
 	if reply.Type == wire.Reply && dialect.Touches(spec.Name, true) {
@@ -674,8 +671,13 @@ func (r *Router) declaredException(c *call, out []byte, field int16, _ string, w
 func (r *Router) backendError(c *call, cat *Catalog, out []byte, err error) []byte {
 	c.status = "error"
 	exc := "TTransportException"
-	if errors.Is(err, ErrPoolExhausted) {
+	switch {
+	case errors.Is(err, ErrPoolExhausted):
 		exc = "PoolExhausted"
+	case errors.Is(err, ErrBadReply):
+		exc = "BadReply"
+	case errors.Is(err, ErrBudgetExceeded):
+		exc = "BudgetExceeded"
 	}
 	if r.metrics != nil {
 		r.metrics.BackendFailure(cat.Name, exc)

@@ -182,8 +182,17 @@ func (z *ZooKeeper) Start() error {
 	return z.start()
 }
 
-// Pause freezes the server (SIGSTOP): connections stay open and nothing answers, as with a hung host.
-func (z *ZooKeeper) Pause() error { return z.signal(syscall.SIGSTOP) }
+// Pause freezes the server (SIGSTOP): connections stay open and nothing answers, as with a hung host. It returns
+// once every thread is stopped.
+func (z *ZooKeeper) Pause() error {
+	if err := z.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	z.mu.Lock()
+	p := z.proc
+	z.mu.Unlock()
+	return waitStopped(p.cmd.Process.Pid)
+}
 
 // Resume continues a paused server (SIGCONT).
 func (z *ZooKeeper) Resume() error { return z.signal(syscall.SIGCONT) }

@@ -13,7 +13,7 @@ type Value struct {
 	Type     byte
 	Int      int64   // bool (0/1), byte, i16, i32, i64
 	Dbl      float64 // double
-	Str      []byte  // string, binary, uuid
+	Str      []byte  // string, binary
 	Fields   []Field // struct, in wire order
 	ElemType byte    // list/set element type; map value type
 	KeyType  byte    // map key type
@@ -109,11 +109,6 @@ func (b *Buf) Decode(t byte, depth int) (Value, error) {
 		var s []byte
 		s, err = b.Bytes()
 		v.Str = append([]byte(nil), s...)
-	case TUUID:
-		if err = b.need(16); err == nil {
-			v.Str = append([]byte(nil), b.B[b.Pos:b.Pos+16]...)
-			b.Pos += 16
-		}
 	case TStruct:
 		for {
 			ft, id, e := b.FieldHeader()
@@ -154,7 +149,7 @@ func (b *Buf) Decode(t byte, depth int) (Value, error) {
 			}
 		}
 	default:
-		err = perr(ErrMalformed, b.Pos, "unknown wire type %d", t)
+		err = perr(ErrMalformed, b.Pos, "wire type %s is not one Hive's Thrift reads", typeName(t))
 	}
 	return v, err
 }
@@ -180,8 +175,6 @@ func (v *Value) Append(dst []byte) []byte {
 		return binary.BigEndian.AppendUint64(dst, math.Float64bits(v.Dbl))
 	case TString:
 		return AppendBytes(dst, v.Str)
-	case TUUID:
-		return append(dst, v.Str...)
 	case TStruct:
 		for i := range v.Fields {
 			f := &v.Fields[i]

@@ -271,8 +271,6 @@ func fixedSize(t byte) int {
 		return 4
 	case TDouble, TI64:
 		return 8
-	case TUUID:
-		return 16
 	}
 	return 0
 }
@@ -326,7 +324,7 @@ func (b *Buf) Skip(t byte, depth int) error {
 		}
 		return b.skipElems(n, depth, et)
 	}
-	return perr(ErrMalformed, b.Pos, "unknown wire type %d", t)
+	return perr(ErrMalformed, b.Pos, "wire type %s is not one Hive's Thrift reads", typeName(t))
 }
 
 func (b *Buf) skipElems(n, depth int, types ...byte) error {

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,18 +15,32 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Config is one listener's socket behaviour.
 type Config struct {
-	Name                string // "" for the primary listener
-	BindHost            string
-	Port                int
-	MaxWorkers          int           // concurrent connections served; more wait in the accept backlog
+	Name     string // "" for the primary listener
+	BindHost string
+	Port     int
+	// MaxWorkers bounds the calls served at once (server.max-worker-threads).
+	// Connections themselves are not bounded by it: an idle connection costs
+	// a parked goroutine and no buffer, and is closed by ClientSocketTimeout.
+	MaxWorkers int
+	// MaxQueued calls may wait for a free worker (0: as many as MaxWorkers),
+	// each at most QueueWait (0: 30 s); past either the call is answered with
+	// a TApplicationException that says the listener is busy, and the
+	// connection stays open.
+	MaxQueued int
+	QueueWait time.Duration
+	// MaxConnsPerSource bounds the open connections of one source address
+	// (0: no bound); a connection past it is closed at once and counted.
+	MaxConnsPerSource   int
 	ClientSocketTimeout time.Duration // read timeout between requests; 0 = none
 	KeepAlive           bool
 	KeepAliveIdle       time.Duration
@@ -33,6 +48,12 @@ type Config struct {
 	KeepAliveCount      int
 	Framed              bool
 	MaxMessage          int
+	// Strict is the strict reading of the listener's profile: a message
+	// Hive's reader could parse differently never reaches a backend.
+	Strict *wire.StrictSchema
+	// Budget bounds the bytes of messages in progress over every connection
+	// sharing it, and pools the read buffers of busy connections (nil: none).
+	Budget *wire.Budget
 }
 
 // Handler serves one message (the router).
@@ -44,6 +65,12 @@ type Handler interface {
 type Hooks struct {
 	BadInput    func(reason string)
 	Connections func(delta int)
+	// Refused counts a call or connection refused by admission: reason
+	// "busy" (no worker within the queue bounds) or "per_source" (the
+	// source's connection cap).
+	Refused func(reason string)
+	// InFlight reports calls being served (+1 when one starts, -1 when it ends).
+	InFlight func(delta int)
 }
 
 // Listener is one front-door Thrift listener.
@@ -54,11 +81,14 @@ type Listener struct {
 	log   *slog.Logger
 	hooks Hooks
 
-	ln    net.Listener
-	slots chan struct{}
+	ln      net.Listener
+	workers chan struct{}
+	waiting atomic.Int32
+	outs    sync.Pool // reply buffers of calls in progress
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
+	sources  map[string]int
 	closing  bool
 	wg       sync.WaitGroup
 	acceptWG sync.WaitGroup
@@ -67,6 +97,7 @@ type Listener struct {
 type conn struct {
 	c    net.Conn
 	busy bool
+	src  string
 }
 
 // New builds a listener (not yet bound).
@@ -74,11 +105,19 @@ func New(cfg Config, fe *router.Frontend, h Handler, log *slog.Logger, hooks Hoo
 	if cfg.MaxWorkers < 1 {
 		cfg.MaxWorkers = 1
 	}
+	if cfg.MaxQueued <= 0 {
+		cfg.MaxQueued = cfg.MaxWorkers
+	}
+	if cfg.QueueWait <= 0 {
+		cfg.QueueWait = 30 * time.Second
+	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Listener{cfg: cfg, fe: fe, h: h, log: log.With("listener", listenerName(cfg)), hooks: hooks,
-		slots: make(chan struct{}, cfg.MaxWorkers), conns: map[*conn]struct{}{}}
+	l := &Listener{cfg: cfg, fe: fe, h: h, log: log.With("listener", listenerName(cfg)), hooks: hooks,
+		workers: make(chan struct{}, cfg.MaxWorkers), conns: map[*conn]struct{}{}, sources: map[string]int{}}
+	l.outs.New = func() any { b := make([]byte, 0, 4096); return &b }
+	return l
 }
 
 func listenerName(cfg Config) string {
@@ -90,6 +129,9 @@ func listenerName(cfg Config) string {
 
 // Start binds the socket and starts accepting.
 func (l *Listener) Start() error {
+	if l.cfg.Strict == nil {
+		return fmt.Errorf("listener %s: no strict schema configured; refusing to read client messages laxly", listenerName(l.cfg))
+	}
 	addr := net.JoinHostPort(l.cfg.BindHost, strconv.Itoa(l.cfg.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -107,10 +149,8 @@ func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
 func (l *Listener) accept() {
 	defer l.acceptWG.Done()
 	for {
-		l.slots <- struct{}{} // bounded workers: wait for a free slot before accepting
 		c, err := l.ln.Accept()
 		if err != nil {
-			<-l.slots
 			l.mu.Lock()
 			closing := l.closing
 			l.mu.Unlock()
@@ -121,19 +161,39 @@ func (l *Listener) accept() {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		cn := &conn{c: c}
+		cn := &conn{c: c, src: sourceOf(c)}
 		l.mu.Lock()
 		if l.closing {
 			l.mu.Unlock()
 			c.Close()
-			<-l.slots
 			return
 		}
+		if max := l.cfg.MaxConnsPerSource; max > 0 && l.sources[cn.src] >= max {
+			l.mu.Unlock()
+			c.Close()
+			l.log.Warn("closing a connection past the per-source limit", "remote", cn.src, "limit", max)
+			if l.hooks.Refused != nil {
+				l.hooks.Refused("per_source")
+			}
+			continue
+		}
+		l.sources[cn.src]++
 		l.conns[cn] = struct{}{}
 		l.wg.Add(1)
 		l.mu.Unlock()
 		go l.serve(cn)
 	}
+}
+
+func sourceOf(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
 }
 
 func (l *Listener) tune(c net.Conn) {
@@ -153,13 +213,41 @@ func (l *Listener) tune(c net.Conn) {
 
 var httpMethods = [][]byte{[]byte("GET "), []byte("POST"), []byte("PUT "), []byte("HEAD"), []byte("OPTI"), []byte("DELE"), []byte("PATC"), []byte("CONN")}
 
+// admit waits for a free worker within the queue bounds.
+func (l *Listener) admit() bool {
+	select {
+	case l.workers <- struct{}{}:
+		return true
+	default:
+	}
+	if int(l.waiting.Add(1)) > l.cfg.MaxQueued {
+		l.waiting.Add(-1)
+		return false
+	}
+	defer l.waiting.Add(-1)
+	t := time.NewTimer(l.cfg.QueueWait)
+	defer t.Stop()
+	select {
+	case l.workers <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 func (l *Listener) serve(cn *conn) {
+	var rd *wire.Reader
 	defer func() {
+		if rd != nil {
+			rd.Close()
+		}
 		cn.c.Close()
 		l.mu.Lock()
 		delete(l.conns, cn)
+		if l.sources[cn.src]--; l.sources[cn.src] <= 0 {
+			delete(l.sources, cn.src)
+		}
 		l.mu.Unlock()
-		<-l.slots
 		if l.hooks.Connections != nil {
 			l.hooks.Connections(-1)
 		}
@@ -170,19 +258,18 @@ func (l *Listener) serve(cn *conn) {
 	}
 	l.tune(cn.c)
 	info := &router.ConnInfo{Remote: cn.c.RemoteAddr().String(), Frontend: l.fe}
-	// Unframed: a reader that parses in place and reads ahead; framed: bufio
-	// (frames carry their length).
+	// Unframed: a reader that parses in place, holds no buffer while the
+	// connection is idle, and reads each call strictly; framed: a small
+	// bufio (frames carry their length).
 	var r *bufio.Reader
-	var rd *wire.Reader
-	peek := func(n int) ([]byte, error) { return rd.Peek(n) }
+	var peek func(int) ([]byte, error)
 	if l.cfg.Framed {
-		r = bufio.NewReaderSize(cn.c, 32<<10)
+		r = bufio.NewReaderSize(cn.c, 512)
 		peek = r.Peek
 	} else {
-		rd = wire.NewReader(cn.c, l.cfg.MaxMessage)
+		rd = wire.NewLazyReader(cn.c, l.cfg.MaxMessage, l.cfg.Budget)
+		peek = rd.Peek
 	}
-	w := bufio.NewWriterSize(cn.c, 32<<10)
-	var out []byte
 	var in wire.Message // reused: a message is served before the next is read
 	first := true
 	for {
@@ -202,31 +289,43 @@ func (l *Listener) serve(cn *conn) {
 		var msg *wire.Message
 		var err error
 		if l.cfg.Framed {
-			msg, err = wire.ReadFramed(r, wire.Limits{MaxMessage: l.cfg.MaxMessage})
+			msg, err = wire.ReadFramedCall(r, wire.Limits{MaxMessage: l.cfg.MaxMessage}, l.cfg.Strict)
 		} else {
-			msg, err = &in, rd.Next(&in)
+			msg, err = &in, rd.NextCall(&in, l.cfg.Strict)
 		}
 		if err != nil {
-			l.readFailed(info, err)
+			l.readFailed(cn, info, err)
 			return
 		}
 		// The read deadline only bounds waiting for the next request; a long
 		// call (drop_table with purge) reads nothing, so it is left as is
 		// and the next read sets a new one.
 		l.setBusy(cn, true)
-		out = l.h.Handle(context.Background(), info, msg, out[:0])
-		if len(out) > 0 {
-			if l.cfg.Framed {
-				err = wire.WriteFramed(w, out)
-			} else {
-				_, err = w.Write(out)
+		outp := l.outs.Get().(*[]byte)
+		out := (*outp)[:0]
+		if l.admit() {
+			if l.hooks.InFlight != nil {
+				l.hooks.InFlight(1)
 			}
-			if err == nil {
-				err = w.Flush()
+			out = l.h.Handle(context.Background(), info, msg, out)
+			<-l.workers
+			if l.hooks.InFlight != nil {
+				l.hooks.InFlight(-1)
 			}
+		} else {
+			if l.hooks.Refused != nil {
+				l.hooks.Refused("busy")
+			}
+			out = append(out, wire.AppException(msg.Name, msg.SeqID, wire.AppInternalError, fmt.Sprintf(
+				"hms-proxy listener %s is busy: %d calls are being served (server.max-worker-threads) and %d are waiting; try again",
+				listenerName(l.cfg), l.cfg.MaxWorkers, l.cfg.MaxQueued))...)
 		}
-		if cap(out) > 4<<20 {
-			out = nil // do not pin a huge answer's buffer on an idle connection
+		if len(out) > 0 {
+			err = l.write(cn.c, out)
+		}
+		if cap(out) <= 4<<20 { // do not keep a huge answer's buffer for later calls
+			*outp = out[:0]
+			l.outs.Put(outp)
 		}
 		stop := l.setBusy(cn, false)
 		if err != nil {
@@ -237,6 +336,20 @@ func (l *Listener) serve(cn *conn) {
 			return
 		}
 	}
+}
+
+// write sends one reply: as it is, or as one frame (header and reply in one
+// writev).
+func (l *Listener) write(c net.Conn, out []byte) error {
+	if !l.cfg.Framed {
+		_, err := c.Write(out)
+		return err
+	}
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(out)))
+	bufs := net.Buffers{hdr[:], out}
+	_, err := bufs.WriteTo(c)
+	return err
 }
 
 func isHTTP(head []byte) bool {
@@ -257,9 +370,21 @@ func (l *Listener) setBusy(cn *conn, busy bool) bool {
 	return l.closing
 }
 
-func (l *Listener) readFailed(info *router.ConnInfo, err error) {
+func (l *Listener) readFailed(cn *conn, info *router.ConnInfo, err error) {
 	var ne net.Error
+	var se *wire.StrictError
 	switch {
+	case errors.As(err, &se):
+		// The header was read: tell the client why before closing, as Hive
+		// answers a call it cannot read.
+		typ := wire.AppProtocolError
+		if se.Reason == wire.ReasonMessageType {
+			typ = wire.AppInvalidMessageType
+		}
+		_ = l.write(cn.c, wire.AppException(se.Header.Name, se.Header.SeqID, typ, "hms-proxy refused the call: "+se.Error()))
+		l.bad(info, se.Reason, se.Error())
+	case errors.Is(err, wire.ErrBudget):
+		l.bad(info, "budget", err.Error())
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		return
 	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, os.ErrDeadlineExceeded):
@@ -277,7 +402,7 @@ func (l *Listener) readFailed(info *router.ConnInfo, err error) {
 
 // bad logs one bad-input event once and counts it; the connection closes.
 func (l *Listener) bad(info *router.ConnInfo, reason, detail string) {
-	l.log.Warn("closing client connection after bad input", "remote", info.Remote, "reason", reason, "detail", detail)
+	l.log.Warn("closing client connection after bad input", "remote", info.Remote, "reason", reason, "detail", audit.Clip(detail, audit.MaxValueLen))
 	if l.hooks.BadInput != nil {
 		l.hooks.BadInput(reason)
 	}
