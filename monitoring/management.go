@@ -57,7 +57,7 @@ type BackendState struct {
 	LastLatencyMs          int64
 	LatencyEwmaMs          float64
 	LatencyBudgetMs        int64
-	CircuitState           string
+	CircuitState           string // "" when no breaker computes it: circuitState and degraded are then left out
 	ConsecutiveFailures    int
 	LastError              string
 	Endpoint               string
@@ -377,7 +377,7 @@ func (m *Management) serveHealthz(w http.ResponseWriter, _ *http.Request) {
 
 type backendJSON struct {
 	Connected              bool    `json:"connected"`
-	Degraded               bool    `json:"degraded"`
+	Degraded               *bool   `json:"degraded,omitempty"`
 	LastSuccessEpochSecond int64   `json:"lastSuccessEpochSecond"`
 	LastFailureEpochSecond int64   `json:"lastFailureEpochSecond"`
 	LastProbeEpochSecond   int64   `json:"lastProbeEpochSecond"`
@@ -386,7 +386,7 @@ type backendJSON struct {
 	BaselineTimeoutMs      int64   `json:"baselineTimeoutMs,omitempty"`
 	AdaptiveTimeoutMs      int64   `json:"adaptiveTimeoutMs,omitempty"`
 	LatencyBudgetMs        int64   `json:"latencyBudgetMs"`
-	CircuitState           string  `json:"circuitState"`
+	CircuitState           string  `json:"circuitState,omitempty"`
 	ConsecutiveFailures    int     `json:"consecutiveFailures"`
 	CircuitRetryAtEpochMs  int64   `json:"circuitRetryAtEpochMs,omitempty"`
 	LastError              *string `json:"lastError"`
@@ -498,7 +498,6 @@ func (m *Management) serveReadyz(w http.ResponseWriter, r *http.Request) {
 	for _, s := range states {
 		b := backendJSON{
 			Connected:              s.Connected,
-			Degraded:               s.Degraded,
 			LastSuccessEpochSecond: s.LastSuccessEpochSecond,
 			LastFailureEpochSecond: s.LastFailureEpochSecond,
 			LastProbeEpochSecond:   s.LastProbeEpochSecond,
@@ -516,6 +515,10 @@ func (m *Management) serveReadyz(w http.ResponseWriter, r *http.Request) {
 		if s.LastError != "" {
 			e := s.LastError
 			b.LastError = &e
+		}
+		if s.CircuitState != "" { // computed by the breaker; without one there is nothing to report
+			d := s.Degraded
+			b.Degraded = &d
 		}
 		resp.Backends[s.Catalog] = b
 		resp.Summary.Backends++

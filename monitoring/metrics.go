@@ -394,6 +394,27 @@ func (m *Metrics) BadFrame(frontend, reason string) {
 	m.badFrames.WithLabelValues(validLabel(frontend), m.badFrameReasons.label(reason)).Inc()
 }
 
+// KnownBackendExceptions are the exception labels the proxy itself gives
+// backend failures; KnownBackend exports them at zero for a catalog so that
+// dashboards and alerts see the series before the first failure.
+var KnownBackendExceptions = []string{"TTransportException", "PoolExhausted", "BadReply", "BudgetExceeded",
+	"TApplicationException", "MetaException", "NoSuchObjectException"}
+
+// KnownBackend creates the per-catalog series with known label sets at zero:
+// backend failures by the proxy's exception labels, and session acquire
+// timeouts of both operations.
+func (m *Metrics) KnownBackend(catalog string) {
+	if m == nil {
+		return
+	}
+	catalog = validLabel(catalog)
+	for _, e := range KnownBackendExceptions {
+		m.backendFailures.WithLabelValues(catalog, m.exceptionValues.label(e))
+	}
+	m.acquireTimeouts.WithLabelValues(catalog, OperationBorrow)
+	m.acquireTimeouts.WithLabelValues(catalog, OperationReconnect)
+}
+
 // FrontendRefused counts a call or connection refused by admission.
 func (m *Metrics) FrontendRefused(frontend, reason string) {
 	if m == nil {

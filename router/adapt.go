@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/hms-proxy/hms-proxy/compat"
@@ -17,6 +16,7 @@ type backendCaller struct {
 	dialect *compat.Dialect
 	guard   *compat.Guard // set for writes: refuse what the runtime would drop
 	trace   Tracer
+	id      uint64 // request id (tracing)
 	seq     int32
 }
 
@@ -34,13 +34,12 @@ func (bc *backendCaller) Call(method string, args wire.Value) (wire.Value, error
 			return wire.Value{}, err
 		}
 	}
-	ri := Info(bc.ctx)
-	if bc.trace != nil && ri != nil {
-		bc.trace.Backend(ri.ID, bc.b.Name(), req)
+	if bc.trace != nil {
+		bc.trace.Backend(bc.id, bc.b.Name(), req)
 	}
 	reply, done, err := bc.b.Call(bc.ctx, req, false)
-	if bc.trace != nil && ri != nil {
-		bc.trace.BackendReply(ri.ID, bc.b.Name(), reply, err)
+	if bc.trace != nil {
+		bc.trace.BackendReply(bc.id, bc.b.Name(), reply, err)
 	}
 	if err != nil {
 		return wire.Value{}, err
@@ -79,26 +78,27 @@ func (f *Frontend) dialect() *compat.Dialect {
 	return f.Dialect
 }
 
-// dispatchDialect serves a client whose profile numbers some struct fields
+// serveDialect serves a client whose profile numbers some struct fields
 // differently: the call is mapped to canonical ids first and the answer back
 // to the client's ids.
-func (r *Router) dispatchDialect(ctx context.Context, c *call, d *compat.Dialect, out []byte) []byte {
-	m := c.msg
+func (r *Router) serveDialect(ctx context.Context, req *request, d *compat.Dialect) {
+	m := req.msg
 	body, err := d.ToCanonical(m.Name, false, m.Body())
 	if err != nil {
-		c.status = "error"
-		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppProtocolError, err.Error())...)
+		req.status = "error"
+		req.out = append(req.out, wire.AppException(m.Name, m.SeqID, wire.AppProtocolError, err.Error())...)
+		return
 	}
 	raw := append(append([]byte(nil), m.Raw[:m.BodyOff]...), body...)
-	c.msg = &wire.Message{Header: m.Header, Raw: raw, BodyOff: m.BodyOff}
-	mark := len(out)
-	out = r.dispatch(ctx, c, out)
-	if len(out) == mark {
-		return out
+	req.msg = &wire.Message{Header: m.Header, Raw: raw, BodyOff: m.BodyOff}
+	mark := len(req.out)
+	r.serve(ctx, req)
+	if len(req.out) == mark {
+		return
 	}
-	reply, err := wire.ParseMessage(out[mark:], 0)
+	reply, err := wire.ParseMessage(req.out[mark:], 0)
 	if err == nil && reply.Type != wire.Reply {
-		return out
+		return
 	}
 	var mapped []byte
 	if err == nil {
@@ -107,52 +107,12 @@ func (r *Router) dispatchDialect(ctx context.Context, c *call, d *compat.Dialect
 	if err != nil {
 		// Never send an unmapped answer: the client would read one
 		// field's value as another's.
-		c.status = "error"
-		return append(out[:mark], wire.AppException(m.Name, m.SeqID, wire.AppInternalError,
+		req.status = "error"
+		req.out = append(req.out[:mark], wire.AppException(m.Name, m.SeqID, wire.AppInternalError,
 			fmt.Sprintf("%s: the answer cannot be mapped to the client's field ids: %v", m.Name, err))...)
+		return
 	}
-	return append(out[:mark+reply.BodyOff], mapped...)
-}
-
-// adapted serves a call through a compat adapter: the (already
-// internalized) arguments are decoded, mapped to what the backend runtime
-// speaks, and the answer mapped back to the client's result, then rewritten
-// outward as any reply.
-func (r *Router) adapted(ctx context.Context, c *call, cat *Catalog, ad *compat.Adapter, args []byte, writes bool, out []byte) []byte {
-	m := c.msg
-	v, err := wire.DecodeStruct(args)
-	if err != nil {
-		c.status = "error"
-		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppProtocolError, m.Name+": cannot read arguments: "+err.Error())...)
-	}
-	bc := &backendCaller{ctx: ctx, b: r.backends[cat], dialect: r.dialects[cat], trace: r.trace}
-	if writes {
-		bc.guard = r.guards[cat]
-	}
-	res, err := ad.Run(bc, &v)
-	rt := r.runtimes[cat]
-	if r.metrics != nil {
-		r.metrics.BackendFallback(m.Name, m.Name, ad.To)
-	}
-	c.fallback = true
-	if err != nil {
-		var refused *compat.RefusedError
-		var app *compat.AppError
-		switch {
-		case errors.As(err, &refused):
-			return r.refuse(c, out, fmt.Sprintf("%s on catalog %s (%s): %s", m.Name, cat.Name, rt.Name, refused.Reason))
-		case errors.As(err, &app):
-			c.status = "error"
-			if r.metrics != nil {
-				r.metrics.BackendFailure(cat.Name, "TApplicationException")
-			}
-			return append(out, wire.AppException(m.Name, m.SeqID, app.Type, app.Message)...)
-		}
-		return r.backendError(c, cat, out, err)
-	}
-	reply := &wire.Message{Header: wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}}
-	reply.Raw = res.Encode()
-	return r.replyOutward(c, cat, reply, nil, out)
+	req.out = append(req.out[:mark+reply.BodyOff], mapped...)
 }
 
 // optionalReads answer empty on any backend failure: they only carry
@@ -175,13 +135,13 @@ func emptyCompatible(s *Spec) bool {
 
 // emptyReply builds the empty compatibility answer of a method: its success
 // value with every required field at its zero value.
-func (r *Router) emptyReply(c *call, out []byte) []byte {
-	m := c.msg
+func (r *Router) emptyReply(req *request) {
+	m := req.msg
 	body := wire.Struct()
-	if f := c.spec.Method.Result.FieldByID(0); f != nil {
+	if f := req.plan.Spec.Method.Result.FieldByID(0); f != nil {
 		body.Set(0, zeroValue(f.Type, 0))
 	}
-	return wire.AppendMessage(out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+	req.out = wire.AppendMessage(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
 }
 
 func zeroValue(t *thriftgen.Type, depth int) wire.Value {

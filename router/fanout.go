@@ -2,10 +2,12 @@ package router
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -13,21 +15,17 @@ import (
 // callValue sends a call built from a Value to one catalog and returns the
 // decoded result struct, with backend exceptions turned into errors that
 // name the catalog.
-func (r *Router) callValue(ctx context.Context, cat *Catalog, method string, args wire.Value, outward bool) (wire.Value, error) {
+func (r *Router) callValue(ctx context.Context, id uint64, cat *Catalog, method string, args wire.Value, outward bool) (wire.Value, error) {
 	req := wire.AppendMessage(nil, wire.Header{Name: method, Type: wire.Call, SeqID: 1}, &args)
-	ri := Info(ctx)
-	if r.trace != nil && ri != nil {
-		r.trace.Backend(ri.ID, cat.Name, req)
+	if r.trace != nil {
+		r.trace.Backend(id, cat.Name, req)
 	}
 	reply, done, err := r.backends[cat].Call(ctx, req, true)
-	if r.trace != nil && ri != nil {
-		r.trace.BackendReply(ri.ID, cat.Name, reply, err)
+	if r.trace != nil {
+		r.trace.BackendReply(id, cat.Name, reply, err)
 	}
 	if err != nil {
-		if r.metrics != nil {
-			r.metrics.BackendFailure(cat.Name, "TTransportException")
-		}
-		return wire.Value{}, fmt.Errorf("catalog %s: %v", cat.Name, err)
+		return wire.Value{}, &backendError{cat: cat, err: fmt.Errorf("catalog %s: %w", cat.Name, err)}
 	}
 	defer done()
 	if reply.Type == wire.Exception {
@@ -52,20 +50,22 @@ func (r *Router) callValue(ctx context.Context, cat *Catalog, method string, arg
 	if err != nil {
 		return v, fmt.Errorf("catalog %s: unreadable %s reply: %v", cat.Name, method, err)
 	}
-	for _, f := range v.Fields {
-		if f.ID != 0 && f.V.Type == wire.TStruct {
-			if r.metrics != nil {
-				r.metrics.BackendFailure(cat.Name, "MetaException")
+	if exc := exceptionField(body); exc != 0 {
+		if r.metrics != nil {
+			name := "MetaException"
+			if spec := r.table.Lookup(method); spec != nil {
+				name = spec.exceptionName(exc)
 			}
-			return v, fmt.Errorf("catalog %s: %s failed: %s", cat.Name, method, f.V.Field(1).String())
+			r.metrics.BackendFailure(cat.Name, name)
 		}
+		return v, fmt.Errorf("catalog %s: %s failed: %s", cat.Name, method, v.Field(exc).Field(1).String())
 	}
 	return v, nil
 }
 
 // callList calls a list-returning method and returns the list's elements.
-func (r *Router) callList(ctx context.Context, cat *Catalog, method string, args wire.Value, outward bool) ([]wire.Value, error) {
-	v, err := r.callValue(ctx, cat, method, args, outward)
+func (r *Router) callList(ctx context.Context, id uint64, cat *Catalog, method string, args wire.Value, outward bool) ([]wire.Value, error) {
+	v, err := r.callValue(ctx, id, cat, method, args, outward)
 	if err != nil {
 		return nil, err
 	}
@@ -90,48 +90,121 @@ func hivePattern(p string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// fanOut runs fn for every catalog in parallel and returns the results in
-// catalog order; the first failure fails the whole call, naming the catalog.
-func (r *Router) fanOut(cats []*Catalog, fn func(*Catalog) ([]wire.Value, error)) ([]wire.Value, error) {
-	if len(cats) == 1 {
-		return fn(cats[0]) // nothing to overlap: no goroutine
+// fanOut runs the legs of a fan-out plan through the policy chain in
+// parallel; the first failure cancels the others and fails the call, naming
+// its catalog. The answers are merged in catalog order.
+func (r *Router) fanOut(ctx context.Context, req *request) {
+	p, m := &req.plan, req.msg
+	req.routed = true
+	if len(p.Legs) == 1 {
+		req.catalog = p.Legs[0].Cat.Name
+	} else {
+		req.fanout = true
 	}
-	results := make([][]wire.Value, len(cats))
-	errs := make([]error, len(cats))
-	var wg sync.WaitGroup
-	for i, cat := range cats {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = fn(cat)
-		}()
+	xs := make([]Exchange, len(p.Legs))
+	for i := range p.Legs {
+		xs[i] = Exchange{req: req, Cat: p.Legs[i].Cat, Leg: &p.Legs[i]}
 	}
-	wg.Wait()
-	var all []wire.Value
-	for i := range cats {
-		if errs[i] != nil {
-			return nil, errs[i]
+	var err error
+	if len(xs) == 1 {
+		err = r.chain(ctx, &xs[0]) // nothing to overlap: no goroutine
+	} else {
+		g, gctx := errgroup.WithContext(ctx)
+		for i := range xs {
+			g.Go(func() error { return r.chain(gctx, &xs[i]) })
 		}
-		all = append(all, results[i]...)
+		err = g.Wait()
 	}
-	return all, nil
+	if err != nil {
+		var ref *Refusal
+		if errors.As(err, &ref) {
+			r.refuse(req, ref)
+			return
+		}
+		var be *backendError
+		if errors.As(err, &be) && r.metrics != nil {
+			r.metrics.BackendFailure(be.cat.Name, "TTransportException")
+		}
+		msg := m.Name + ": " + err.Error()
+		if len(xs) > 1 {
+			msg = m.Name + " fans out to every catalog and " + err.Error()
+		}
+		r.refuse(req, &Refusal{Kind: RefuseMeta, Reason: "fanout_failed", Message: msg})
+		return
+	}
+	var all []wire.Value
+	for i := range xs {
+		all = append(all, xs[i].results...)
+	}
+	elem := wire.TString
+	if p.Merge == MergeTableMeta {
+		elem = wire.TStruct
+	}
+	body := wire.Struct(wire.Field{ID: 0, V: wire.List(elem, all...)})
+	req.out = wire.AppendMessage(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
 }
 
-func (r *Router) replyList(c *call, out []byte, elemType byte, elems []wire.Value) []byte {
-	m := c.msg
-	body := wire.Struct(wire.Field{ID: 0, V: wire.List(elemType, elems...)})
-	return wire.AppendMessage(out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+// execLeg runs one fan-out leg against its catalog.
+func (r *Router) execLeg(ctx context.Context, x *Exchange) error {
+	leg, id := x.Leg, x.req.info.ID
+	var err error
+	switch leg.Op {
+	case LegDatabases:
+		x.results, err = r.databasesOf(ctx, x, leg.BackendPattern, leg.Match)
+	case LegTableMeta:
+		x.results, err = r.tableMetaOf(ctx, x, leg.Args)
+	case LegTableMetaOfMatching:
+		var dbs []wire.Value
+		if dbs, err = r.databasesOf(ctx, x, "", leg.Match); err != nil || len(dbs) == 0 {
+			return err
+		}
+		names := make([]string, len(dbs))
+		for i, d := range dbs {
+			_, names[i], _ = r.ns.SplitDB(string(d.Str))
+		}
+		a := wire.Value{Type: wire.TStruct, Fields: append([]wire.Field(nil), leg.Args.Fields...)}
+		a.Set(1, wire.Str(strings.Join(names, "|")))
+		x.results, err = r.tableMetaOf(ctx, x, a)
+	}
+	_ = id
+	return err
+}
+
+// tableMetaOf asks one catalog for table metadata (outward names) and hides
+// what exposure hides.
+func (r *Router) tableMetaOf(ctx context.Context, x *Exchange, args wire.Value) ([]wire.Value, error) {
+	cat := x.Cat
+	metas, err := r.callList(ctx, x.req.info.ID, cat, "get_table_meta", args, true)
+	exp := r.policies[cat].exposure
+	if err != nil || !exp.active() {
+		return metas, err
+	}
+	var kept []wire.Value
+	hidden := 0
+	for _, tm := range metas {
+		_, db, _ := r.ns.SplitDB(tm.Field(1).String())
+		if exp.TableVisible(db, tm.Field(2).String()) {
+			kept = append(kept, tm)
+		} else {
+			hidden++
+		}
+	}
+	if hidden > 0 && r.metrics != nil {
+		r.metrics.FilteredObjects(x.Method(), cat.Name, "table", hidden)
+	}
+	return kept, nil
 }
 
 // databasesOf lists one catalog's databases in external form, filtered by
 // exposure (counted) and by an optional pattern on the external names.
-func (r *Router) databasesOf(ctx context.Context, c *call, cat *Catalog, backendPattern string, match *regexp.Regexp) ([]wire.Value, error) {
+func (r *Router) databasesOf(ctx context.Context, x *Exchange, backendPattern string, match *regexp.Regexp) ([]wire.Value, error) {
+	cat := x.Cat
 	var names []wire.Value
 	var err error
 	if backendPattern == "" {
-		names, err = r.callList(ctx, cat, "get_all_databases", wire.Struct(), false)
+		names, err = r.callList(ctx, x.req.info.ID, cat, "get_all_databases", wire.Struct(), false)
 	} else {
-		names, err = r.callList(ctx, cat, "get_databases", wire.Struct(wire.Field{ID: 1, V: wire.Str(backendPattern)}), false)
+		names, err = r.callList(ctx, x.req.info.ID, cat, "get_databases", wire.Struct(wire.Field{ID: 1, V: wire.Str(backendPattern)}), false)
 	}
 	if err != nil {
 		return nil, err
@@ -152,157 +225,7 @@ func (r *Router) databasesOf(ctx context.Context, c *call, cat *Catalog, backend
 		out = append(out, wire.Str(ext))
 	}
 	if hidden > 0 && r.metrics != nil {
-		r.metrics.FilteredObjects(c.msg.Name, cat.Name, "database", hidden)
+		r.metrics.FilteredObjects(x.Method(), cat.Name, "database", hidden)
 	}
 	return out, nil
-}
-
-// fanOutDatabases serves get_all_databases and get_databases(pattern).
-func (r *Router) fanOutDatabases(ctx context.Context, c *call, out []byte) []byte {
-	m := c.msg
-	pattern := ""
-	var only *Catalog
-	if m.Name == "get_databases" {
-		v, err := wire.DecodeStruct(m.Body())
-		if err != nil {
-			return r.refuse(c, out, "get_databases: cannot read arguments: "+err.Error())
-		}
-		// Hive 3 clients send "@<catalog>#<pattern>"; "@hive#" alone means
-		// every database (getAllDatabases).
-		ref := parseDBRef(v.Field(1).String())
-		only, pattern = r.ns.markerCatalog(ref), ref.name
-	}
-	if only != nil {
-		c.catalog, c.routed = only.Name, true
-		p := pattern
-		if p == "" {
-			p = "*"
-		}
-		dbs, err := r.databasesOf(ctx, c, only, "", nil)
-		if err == nil && p != "*" {
-			var re *regexp.Regexp
-			if re, err = hivePattern(p); err == nil {
-				var kept []wire.Value
-				for _, d := range dbs {
-					_, internal, _ := r.ns.SplitDB(string(d.Str))
-					if re.MatchString(internal) || re.MatchString(string(d.Str)) {
-						kept = append(kept, d)
-					}
-				}
-				dbs = kept
-			}
-		}
-		if err != nil {
-			return r.refuse(c, out, m.Name+": "+err.Error())
-		}
-		return r.replyList(c, out, wire.TString, dbs)
-	}
-	if pattern != "" {
-		if cat, rest, ok := r.ns.SplitPattern(pattern); ok {
-			c.catalog, c.routed = cat.Name, true
-			dbs, err := r.databasesOf(ctx, c, cat, rest, nil)
-			if err != nil {
-				return r.refuse(c, out, m.Name+": "+err.Error())
-			}
-			return r.replyList(c, out, wire.TString, dbs)
-		}
-	}
-	var match *regexp.Regexp
-	if pattern != "" && pattern != "*" {
-		var err error
-		if match, err = hivePattern(pattern); err != nil {
-			return r.refuse(c, out, m.Name+": "+err.Error())
-		}
-	}
-	c.fanout, c.routed = true, true
-	all, err := r.fanOut(r.ns.Catalogs(), func(cat *Catalog) ([]wire.Value, error) {
-		if cat.Default && pattern != "" {
-			// The default catalog's names are unprefixed: its backend can
-			// apply the pattern itself.
-			return r.databasesOf(ctx, c, cat, pattern, nil)
-		}
-		return r.databasesOf(ctx, c, cat, "", match)
-	})
-	if err != nil {
-		return r.refuse(c, out, m.Name+" fans out to every catalog and "+err.Error())
-	}
-	return r.replyList(c, out, wire.TString, all)
-}
-
-// fanOutTableMeta serves get_table_meta(db_patterns, tbl_patterns, tbl_types).
-func (r *Router) fanOutTableMeta(ctx context.Context, c *call, out []byte) []byte {
-	m := c.msg
-	args, err := wire.DecodeStruct(m.Body())
-	if err != nil {
-		return r.refuse(c, out, "get_table_meta: cannot read arguments: "+err.Error())
-	}
-	// Hive 3 clients send "@<catalog>#<pattern>": a proxy catalog there
-	// narrows the call to that catalog; a backend name ("hive") does not.
-	ref := parseDBRef(args.Field(1).String())
-	dbPattern := ref.name
-	if mc := r.ns.markerCatalog(ref); mc != nil {
-		dbPattern = mc.Name + r.ns.Separator() + dbPattern
-	}
-	call := func(cat *Catalog, backendDBPattern string) ([]wire.Value, error) {
-		a := wire.Value{Type: wire.TStruct, Fields: append([]wire.Field(nil), args.Fields...)}
-		a.Set(1, wire.Str(backendDBPattern))
-		metas, err := r.callList(ctx, cat, "get_table_meta", a, true)
-		exp := r.policies[cat].exposure
-		if err != nil || !exp.active() {
-			return metas, err
-		}
-		var kept []wire.Value
-		hidden := 0
-		for _, tm := range metas {
-			_, db, _ := r.ns.SplitDB(tm.Field(1).String())
-			if exp.TableVisible(db, tm.Field(2).String()) {
-				kept = append(kept, tm)
-			} else {
-				hidden++
-			}
-		}
-		if hidden > 0 && r.metrics != nil {
-			r.metrics.FilteredObjects(m.Name, cat.Name, "table", hidden)
-		}
-		return kept, nil
-	}
-	if cat, rest, ok := r.ns.SplitPattern(dbPattern); ok {
-		c.catalog, c.routed = cat.Name, true
-		metas, err := call(cat, rest)
-		if err != nil {
-			return r.refuse(c, out, m.Name+": "+err.Error())
-		}
-		return r.replyList(c, out, wire.TStruct, metas)
-	}
-	var match *regexp.Regexp
-	if dbPattern != "" && dbPattern != "*" {
-		if match, err = hivePattern(dbPattern); err != nil {
-			return r.refuse(c, out, m.Name+": "+err.Error())
-		}
-	}
-	c.fanout, c.routed = true, true
-	all, err := r.fanOut(r.ns.Catalogs(), func(cat *Catalog) ([]wire.Value, error) {
-		if cat.Default || match == nil {
-			p := dbPattern
-			if !cat.Default || p == "" {
-				p = "*"
-			}
-			return call(cat, p)
-		}
-		// Match the client's pattern against this catalog's external names,
-		// then ask the backend for exactly those databases.
-		dbs, err := r.databasesOf(ctx, c, cat, "", match)
-		if err != nil || len(dbs) == 0 {
-			return nil, err
-		}
-		names := make([]string, len(dbs))
-		for i, d := range dbs {
-			_, names[i], _ = r.ns.SplitDB(string(d.Str))
-		}
-		return call(cat, strings.Join(names, "|"))
-	})
-	if err != nil {
-		return r.refuse(c, out, m.Name+" fans out to every catalog and "+err.Error())
-	}
-	return r.replyList(c, out, wire.TStruct, all)
 }

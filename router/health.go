@@ -48,8 +48,9 @@ func (r *Router) BackendStates() []monitoring.BackendState {
 		h := b.Health()
 		st := monitoring.BackendState{Catalog: cat.Name, Connected: h.Connected,
 			LastLatencyMs: h.LastLatency.Milliseconds(), LatencyEwmaMs: h.LatencyEWMA,
-			LatencyBudgetMs: b.opt.BorrowTimeout.Milliseconds(), CircuitState: "DISABLED",
-			ConsecutiveFailures: h.ConsecutiveFailures, LastError: h.LastError, Endpoint: h.Endpoint}
+			LatencyBudgetMs: b.opt.CallBudget.Milliseconds(),
+			ConsecutiveFailures: h.ConsecutiveFailures, LastError: h.LastError, Endpoint: h.Endpoint,
+			RuntimeProfile: r.runtimes[cat].Name}
 		st.LastSuccessEpochSecond = epoch(h.LastSuccess)
 		st.LastFailureEpochSecond = epoch(h.LastFailure)
 		st.LastProbeEpochSecond = epoch(h.LastProbe)

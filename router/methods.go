@@ -81,9 +81,28 @@ type Spec struct {
 	Args     *wire.Plan // role strings of the arguments
 	Result   *wire.Plan // role strings of the result
 	// Result field ids of declared exceptions, -1 when not declared.
-	MetaExcField, NoSuchObjectField int16
+	MetaExcField, NoSuchObjectField, InvalidOperationField int16
+	// Rename: an alter_table form, whose source database and the new
+	// table's database are resolved separately (a table cannot move
+	// between catalogs).
+	Rename bool
+	// excNames: the exception type of each declared exception field.
+	excNames map[int16]string
 	// Why, for refused calls: the reason in the MetaException.
 	Why string
+}
+
+// renames are the alter_table forms: a rename may name another database.
+var renames = map[string]bool{"alter_table": true, "alter_table_with_environment_context": true,
+	"alter_table_with_cascade": true, "alter_table_req": true}
+
+// exceptionName is the type of the declared exception in result field id
+// (metrics label), "MetaException" when the id is not declared.
+func (s *Spec) exceptionName(id int16) string {
+	if n, ok := s.excNames[id]; ok {
+		return n
+	}
+	return "MetaException"
 }
 
 // IsWrite reports whether access modes apply.
@@ -212,7 +231,8 @@ func BuildTable() (*Table, error) {
 			continue
 		}
 		s := &Spec{Name: m.Name, Method: m, Family: r.family, Classes: r.classes, Unrouted: r.unrouted,
-			Special: r.special, MetaExcField: -1, NoSuchObjectField: -1}
+			Special: r.special, MetaExcField: -1, NoSuchObjectField: -1, InvalidOperationField: -1,
+			Rename: renames[m.Name], excNames: map[int16]string{}}
 		if s.Special == RefuseAlways {
 			s.Why = "catalogs are managed in the proxy configuration (catalogs=...), not by client RPCs"
 		}
@@ -228,11 +248,16 @@ func BuildTable() (*Table, error) {
 				if f.Type.Kind != thriftgen.KindStruct {
 					continue
 				}
+				if f.ID != 0 {
+					s.excNames[f.ID] = f.Type.Name
+				}
 				switch f.Type.Name {
 				case "MetaException":
 					s.MetaExcField = f.ID
 				case "NoSuchObjectException":
 					s.NoSuchObjectField = f.ID
+				case "InvalidOperationException":
+					s.InvalidOperationField = f.ID
 				}
 			}
 		}

@@ -16,6 +16,7 @@ import (
 // with the request id, one log record per stage of a request:
 //
 //	client-request    the method and arguments as the client sent them
+//	plan              what the router decided: one catalog, a fan-out, a local answer or a refusal
 //	backend-selected  the catalog the call is sent to
 //	backend-request   the rewritten call as sent to that catalog's metastore
 //	backend-response  the metastore's answer, or the transport error
@@ -32,6 +33,7 @@ import (
 // Trace stage names (the "stage" attribute of every trace record).
 const (
 	StageClientRequest   = "client-request"
+	StagePlan            = "plan"
 	StageBackendSelected = "backend-selected"
 	StageBackendRequest  = "backend-request"
 	StageBackendResponse = "backend-response"
@@ -138,6 +140,14 @@ func (t *LogTracer) BackendReply(id uint64, catalog string, reply *wire.Message,
 		t.emit(StageBackendResponse, id, slog.String("catalog", catalog), slog.Int("bytes", len(reply.Raw)),
 			slog.String("reply", RenderMessage(reply, t.lim)))
 	}
+}
+
+// Plan logs what the router decided to do with the request.
+func (t *LogTracer) Plan(id uint64, p *Plan) {
+	if !t.on() {
+		return
+	}
+	t.emit(StagePlan, id, slog.String("plan", p.String()))
 }
 
 // ClientReply logs what the client gets.

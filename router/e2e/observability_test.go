@@ -888,13 +888,14 @@ func TestObsDebugTracingInTheRealBinary(t *testing.T) {
 			order = append(order, m[1])
 		}
 	}
-	wantOrder := []string{"client-request", "backend-selected", "backend-request", "backend-response", "client-response"}
+	wantOrder := []string{"client-request", "plan", "backend-selected", "backend-request", "backend-response", "client-response"}
 	if strings.Join(order, ",") != strings.Join(wantOrder, ",") {
 		t.Fatalf("trace stages of request %s: %v, want %v\n%s", id, order, wantOrder, obsTail(log, 30))
 	}
 	ext, internal := "catalog2__"+db, db
 	checks := []struct{ stage, must, mustNot string }{
 		{"client-request", "get_table(dbname='" + ext + "', tbl_name='orders')", ""},
+		{"plan", "single catalog2 mode=native", "default catalog"},
 		{"backend-selected", "catalog=catalog2", ""},
 		{"backend-request", "get_table(dbname='" + internal + "', tbl_name='orders')", "catalog2__"},
 		{"backend-response", "success=Table{tableName='orders', dbName='" + internal + "'", "catalog2__"},

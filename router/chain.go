@@ -1,0 +1,148 @@
+package router
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hms-proxy/hms-proxy/security"
+	"github.com/hms-proxy/hms-proxy/wire"
+)
+
+// Policy is a chain of small handlers around one executor, in the net/http
+// middleware shape: each Middleware wraps the next Handler and may refuse the
+// exchange (return a *Refusal), change its arguments, add a filter for the
+// answer, or serve it itself. The same chain runs for a single-catalog call
+// and for every leg of a fan-out, so a rate limit, an access rule or a
+// breaker applies to each catalog a request touches.
+//
+// Order (outer to inner): Options.Outer (rate limits), the access mode, the
+// exposure rules, Options.Inner (guards, the lock shim, breakers), then the
+// executor, which sends the call to the exchange's catalog.
+
+// Handler serves one exchange. On success it has written the client's answer
+// (single-catalog calls) or the leg's results (fan-out legs); an error is a
+// *Refusal, a backend failure, or ctx's.
+type Handler func(ctx context.Context, x *Exchange) error
+
+// Middleware wraps a Handler.
+type Middleware func(next Handler) Handler
+
+// Exchange is one backend-bound call as the policy chain sees it: the client
+// request with its plan, and the catalog this exchange goes to (the plan's
+// target, or one fan-out leg's).
+type Exchange struct {
+	req *request
+	Cat *Catalog
+	Leg *Leg // nil for a single-catalog call
+
+	args      []byte // the arguments as they will be sent, once materialised
+	filters   []ReplyFilter
+	filterArr [2]ReplyFilter
+	results   []wire.Value // a fan-out leg's answer
+}
+
+// ReplyFilter changes the body of the backend's answer (a *_result struct
+// with backend names) before it is rewritten to the client's names.
+type ReplyFilter func(body []byte) ([]byte, error)
+
+// Method is the RPC's name.
+func (x *Exchange) Method() string { return x.req.msg.Name }
+
+// Spec is the RPC's method-table row.
+func (x *Exchange) Spec() *Spec { return x.req.plan.Spec }
+
+// Plan is the request's plan.
+func (x *Exchange) Plan() *Plan { return &x.req.plan }
+
+// Conn is the client connection.
+func (x *Exchange) Conn() *ConnInfo { return x.req.conn }
+
+// Identity is who the request runs for (nil: anonymous).
+func (x *Exchange) Identity() *security.Identity { return x.req.info.Identity }
+
+// Remote is the client's address.
+func (x *Exchange) Remote() string { return x.req.conn.Remote }
+
+// Args returns the arguments struct as it will be sent to the catalog
+// (backend names). The executor avoids the copy when no middleware asks.
+func (x *Exchange) Args() []byte {
+	if x.args == nil {
+		x.args = wire.Apply(nil, x.req.msg.Body(), x.req.plan.Patches)
+	}
+	return x.args
+}
+
+// SetArgs replaces the arguments struct sent to the catalog.
+func (x *Exchange) SetArgs(body []byte) { x.args = body }
+
+// OnReply adds a filter of the backend's answer.
+func (x *Exchange) OnReply(f ReplyFilter) {
+	if x.filters == nil {
+		x.filters = x.filterArr[:0]
+	}
+	x.filters = append(x.filters, f)
+}
+
+// compose builds the chain around the executor.
+func compose(exec Handler, mws ...Middleware) Handler {
+	h := exec
+	for i := len(mws) - 1; i >= 0; i-- {
+		if mws[i] != nil {
+			h = mws[i](h)
+		}
+	}
+	return h
+}
+
+// accessMode refuses writes a catalog's access mode does not allow (a
+// SELECT's SHARED_READ lock is a read and passes).
+func (r *Router) accessMode(next Handler) Handler {
+	return func(ctx context.Context, x *Exchange) error {
+		p := x.Plan()
+		if x.Leg == nil && p.Writes {
+			if why := r.policies[x.Cat].writeRefusal(x.Cat.Name, x.Method(), p.DBs); why != "" {
+				return &Refusal{Kind: RefuseMeta, Reason: "access_mode", Message: why}
+			}
+		}
+		return next(ctx, x)
+	}
+}
+
+// exposure hides what a catalog's expose rules hide: a direct lookup of a
+// hidden object is "not found", a list loses its hidden entries (fan-out legs
+// filter while they merge).
+func (r *Router) exposure(next Handler) Handler {
+	return func(ctx context.Context, x *Exchange) error {
+		pol := r.policies[x.Cat]
+		if x.Leg != nil || !pol.exposure.active() || x.Spec().Family != MetadataRead {
+			return next(ctx, x)
+		}
+		p := x.Plan()
+		if obj := pol.exposure.hidden(p.DBs, p.Tables); obj != "" {
+			if r.metrics != nil {
+				r.metrics.FilteredObjects(x.Method(), x.Cat.Name, objectType(obj), 1)
+			}
+			return &Refusal{Kind: RefuseNoSuchObject, Reason: "exposure", Message: obj + " not found"}
+		}
+		if f := listFilters[x.Spec().Name]; f != nil {
+			db := ""
+			if len(p.DBs) > 0 {
+				db = p.DBs[0]
+			}
+			x.OnReply(func(body []byte) ([]byte, error) {
+				filtered, n, err := pol.exposure.filterList(f, body, db)
+				if err != nil {
+					return nil, fmt.Errorf("exposure filter of %s: %w", x.Method(), err)
+				}
+				if n == 0 {
+					return body, nil
+				}
+				if r.metrics != nil {
+					r.metrics.FilteredObjects(x.Method(), x.Cat.Name, f.objectType, n)
+				}
+				return filtered, nil
+			})
+		}
+		return next(ctx, x)
+	}
+}

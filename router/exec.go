@@ -1,0 +1,310 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hms-proxy/hms-proxy/compat"
+	"github.com/hms-proxy/hms-proxy/wire"
+)
+
+// backendError is a failed call to a catalog's metastore (transport,
+// budget, a reply that does not belong to its request): the client gets a
+// MetaException naming the catalog.
+type backendError struct {
+	cat *Catalog
+	err error
+}
+
+func (e *backendError) Error() string { return e.err.Error() }
+func (e *backendError) Unwrap() error { return e.err }
+
+// execute is the innermost handler: it sends the exchange to its catalog.
+func (r *Router) execute(ctx context.Context, x *Exchange) error {
+	if x.Leg != nil {
+		return r.execLeg(ctx, x)
+	}
+	if x.req.plan.Mode == compat.Adapted {
+		return r.execAdapted(ctx, x)
+	}
+	return r.execNative(ctx, x)
+}
+
+// execNative sends the call as it is, with the inward rewrites spliced in,
+// and relays the answer with the outward rewrites spliced in.
+func (r *Router) execNative(ctx context.Context, x *Exchange) error {
+	req, cat := x.req, x.Cat
+	m, spec, p := req.msg, req.plan.Spec, &req.plan
+	reqp := r.bufs.Get().(*[]byte)
+	defer r.bufs.Put(reqp)
+	buf := wire.AppendHeader((*reqp)[:0], wire.Header{Name: m.Name, Type: wire.Call, SeqID: m.SeqID})
+	bodyAt := len(buf)
+	if x.args != nil {
+		buf = append(buf, x.args...)
+	} else {
+		buf = wire.Apply(buf, m.Body(), p.Patches)
+	}
+	*reqp = buf
+	if p.Writes {
+		if err := r.guards[cat].Check(spec.Name, buf[bodyAt:]); err != nil {
+			return &Refusal{Kind: RefuseMeta, Reason: "lossless", Message: fmt.Sprintf("%s on catalog %s refused: %v", m.Name, cat.Name, err)}
+		}
+	}
+	dialect := r.dialects[cat]
+	if dialect.Touches(spec.Name, false) {
+		var err error
+		if buf, err = remapMessage(buf, dialect.ToWire, false); err != nil {
+			return &Refusal{Kind: RefuseMeta, Reason: "dialect", Message: err.Error()}
+		}
+	}
+	if r.trace != nil {
+		r.trace.Backend(req.info.ID, cat.Name, buf)
+	}
+	// Names are collected while the reply is read, unless something changes
+	// the body before it is rewritten (a field-id dialect, a reply filter).
+	var rw *ReplyWalk
+	if spec.Result != nil && !dialect.Touches(spec.Name, true) && len(x.filters) == 0 {
+		req.out2 = outward{ns: r.ns, cat: cat, patches: p.patchArr[:0]}
+		req.rw = ReplyWalk{Plan: spec.Result, Visit: req.out2.visit, Reset: req.out2.reset}
+		rw = &req.rw
+	}
+	reply, done, walked, err := r.backends[cat].CallWalk(ctx, buf, !spec.IsWrite(), rw)
+	if r.trace != nil {
+		r.trace.BackendReply(req.info.ID, cat.Name, reply, err)
+	}
+	if err != nil {
+		if optionalReads[spec.Name] {
+			r.fallbackEmpty(req, "error")
+			return nil
+		}
+		return &backendError{cat: cat, err: err}
+	}
+	defer done()
+	if reply.Type == wire.Reply && dialect.Touches(spec.Name, true) {
+		raw, err := remapMessage(reply.Raw, dialect.ToCanonical, true)
+		if err != nil {
+			return &backendError{cat: cat, err: err}
+		}
+		reply = &wire.Message{Header: reply.Header, Raw: raw, BodyOff: reply.BodyOff}
+	}
+	var pre *outward
+	if walked {
+		pre = &req.out2
+	}
+	return r.replyOutward(x, reply, pre)
+}
+
+// execAdapted serves a call through a compat adapter: the (already
+// internalized) arguments are decoded, mapped to what the backend runtime
+// speaks, and the answer mapped back to the client's result, then rewritten
+// outward as any reply.
+func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
+	req, cat := x.req, x.Cat
+	m, ad := req.msg, req.plan.Adapter
+	v, err := wire.DecodeStruct(x.Args())
+	if err != nil {
+		return &Refusal{Kind: RefuseProtocol, Reason: "bad_arguments", Message: m.Name + ": cannot read arguments: " + err.Error()}
+	}
+	bc := &backendCaller{ctx: ctx, b: r.backends[cat], dialect: r.dialects[cat], trace: r.trace, id: req.info.ID}
+	if req.plan.Writes {
+		bc.guard = r.guards[cat]
+	}
+	res, err := ad.Run(bc, &v)
+	if r.metrics != nil {
+		r.metrics.BackendFallback(m.Name, m.Name, ad.To)
+	}
+	req.fallback = true
+	if err != nil {
+		var refused *compat.RefusedError
+		var app *compat.AppError
+		switch {
+		case errors.As(err, &refused):
+			return &Refusal{Kind: RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s (%s): %s", m.Name, cat.Name, r.runtimes[cat].Name, refused.Reason)}
+		case errors.As(err, &app):
+			req.status = "error"
+			if r.metrics != nil {
+				r.metrics.BackendFailure(cat.Name, "TApplicationException")
+			}
+			req.out = append(req.out, wire.AppException(m.Name, m.SeqID, app.Type, r.errText(x, app.Message))...)
+			return nil
+		}
+		return &backendError{cat: cat, err: err}
+	}
+	reply := &wire.Message{Header: wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}}
+	reply.Raw = res.Encode()
+	return r.replyOutward(x, reply, nil)
+}
+
+// replyOutward relays a backend reply with names rewritten to the client's
+// view and the exchange's filters applied.
+func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) error {
+	req, cat := x.req, x.Cat
+	m, spec := req.msg, req.plan.Spec
+	if reply.Type == wire.Exception {
+		if optionalReads[spec.Name] {
+			r.fallbackEmpty(req, "error")
+			return nil
+		}
+		typ, msg, perr := wire.ParseAppException(reply.Body())
+		if perr == nil && typ == wire.AppUnknownMethod && emptyCompatible(spec) {
+			r.fallbackEmpty(req, "unknown_method")
+			return nil
+		}
+		req.status = "error"
+		if r.metrics != nil {
+			r.metrics.BackendFailure(cat.Name, "TApplicationException")
+		}
+		if perr != nil || cat.Default {
+			req.out = wire.AppendHeader(req.out, wire.Header{Name: m.Name, Type: wire.Exception, SeqID: m.SeqID})
+			req.out = append(req.out, reply.Body()...)
+		} else {
+			req.out = append(req.out, wire.AppException(m.Name, m.SeqID, typ, r.errText(x, msg))...)
+		}
+		return nil
+	}
+	body := reply.Body()
+	for _, f := range x.filters {
+		var err error
+		if body, err = f(body); err != nil {
+			return &backendError{cat: cat, err: err}
+		}
+	}
+	if exc := exceptionField(body); exc != 0 {
+		// A declared exception: an error for metrics and audit, whatever
+		// the RPC's result carries.
+		req.status = "error"
+		if r.metrics != nil {
+			r.metrics.BackendFailure(cat.Name, spec.exceptionName(exc))
+		}
+	}
+	mark := len(req.out)
+	req.out = wire.AppendHeader(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID})
+	if spec.Result == nil {
+		req.out = append(req.out, body...)
+		return nil
+	}
+	var patches []wire.Patch
+	var err error
+	if pre != nil {
+		patches = pre.patches // collected while the reply was read
+	} else {
+		patches, err = r.outwardPatches(spec.Result, cat, body, req.plan.patchArr[:0])
+	}
+	if err == nil && !cat.Default && req.status == "error" {
+		patches, err = r.errTextPatches(x, body, patches)
+	}
+	if err != nil {
+		req.status = "error"
+		req.out = append(req.out[:mark], wire.AppException(m.Name, m.SeqID, wire.AppInternalError,
+			fmt.Sprintf("%s: backend %s sent a reply hms-proxy cannot read: %v", m.Name, cat.Name, err))...)
+		return nil
+	}
+	req.out = wire.Apply(req.out, body, patches)
+	return nil
+}
+
+// exceptionField returns the field id of the declared exception a result
+// struct carries, 0 for a success: a Thrift result holds exactly one field,
+// the success value (id 0) or one exception, so the first field decides.
+func exceptionField(body []byte) int16 {
+	b := wire.Buf{B: body}
+	t, id, err := b.FieldHeader()
+	if err != nil || t == wire.TStop || t != wire.TStruct {
+		return 0
+	}
+	return id
+}
+
+// answer writes the client's answer for an error of the chain.
+func (r *Router) answer(req *request, err error) {
+	var ref *Refusal
+	var be *backendError
+	switch {
+	case errors.As(err, &ref):
+		r.refuse(req, ref)
+	case errors.As(err, &be):
+		r.backendFailed(req, be.cat, be.err)
+	default:
+		req.status = "error"
+		r.refuse(req, &Refusal{Kind: RefuseMeta, Reason: "internal", Message: fmt.Sprintf("hms-proxy: %s failed: %v", req.msg.Name, err)})
+	}
+}
+
+// refuse answers with the exception of the refusal's kind; a kind the method
+// does not declare falls back to its MetaException, and to a
+// TApplicationException when it declares none.
+func (r *Router) refuse(req *request, ref *Refusal) {
+	req.status, req.reason = "error", ref.Reason
+	m, spec := req.msg, req.plan.Spec
+	r.logs.refusal(m.Name, req.catalog, ref)
+	if spec == nil {
+		req.out = append(req.out, wire.AppException(m.Name, m.SeqID, appType(ref.Kind), ref.Message)...)
+		return
+	}
+	field := spec.MetaExcField
+	switch ref.Kind {
+	case RefuseUnknownMethod, RefuseProtocol, RefuseMessageType:
+		req.out = append(req.out, wire.AppException(m.Name, m.SeqID, appType(ref.Kind), ref.Message)...)
+		return
+	case RefuseNoSuchObject:
+		if spec.NoSuchObjectField >= 0 {
+			field = spec.NoSuchObjectField
+		}
+	case RefuseInvalidOperation:
+		if spec.InvalidOperationField >= 0 {
+			field = spec.InvalidOperationField
+		}
+	}
+	r.declaredException(req, field, ref.Message)
+}
+
+func appType(k RefusalKind) int32 {
+	switch k {
+	case RefuseUnknownMethod:
+		return wire.AppUnknownMethod
+	case RefuseProtocol:
+		return wire.AppProtocolError
+	case RefuseMessageType:
+		return wire.AppInvalidMessageType
+	}
+	return wire.AppInternalError
+}
+
+func (r *Router) declaredException(req *request, field int16, why string) {
+	m := req.msg
+	if field < 0 {
+		req.out = append(req.out, wire.AppException(m.Name, m.SeqID, wire.AppInternalError, why)...)
+		return
+	}
+	body := wire.Struct(wire.Field{ID: field, V: wire.Struct(wire.Field{ID: 1, V: wire.Str(why)})})
+	req.out = wire.AppendMessage(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+}
+
+func (r *Router) backendFailed(req *request, cat *Catalog, err error) {
+	req.status = "error"
+	exc := "TTransportException"
+	switch {
+	case errors.Is(err, ErrPoolExhausted):
+		exc = "PoolExhausted"
+	case errors.Is(err, ErrBadReply):
+		exc = "BadReply"
+	case errors.Is(err, ErrBudgetExceeded):
+		exc = "BudgetExceeded"
+	}
+	if r.metrics != nil {
+		r.metrics.BackendFailure(cat.Name, exc)
+	}
+	r.logs.backendFailure(req.msg.Name, cat.Name, exc, err)
+	r.declaredException(req, req.plan.Spec.MetaExcField,
+		fmt.Sprintf("hms-proxy: catalog %s backend failed for %s: %v", cat.Name, req.msg.Name, err))
+}
+
+// fallbackEmpty answers the empty compatibility response and counts it.
+func (r *Router) fallbackEmpty(req *request, why string) {
+	req.status, req.fallback = "fallback", true
+	if r.metrics != nil {
+		r.metrics.BackendFallback(req.msg.Name, req.msg.Name, "empty_"+why)
+	}
+	r.emptyReply(req)
+}

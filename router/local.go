@@ -1,0 +1,59 @@
+package router
+
+import (
+	"github.com/hms-proxy/hms-proxy/security"
+	"github.com/hms-proxy/hms-proxy/wire"
+)
+
+// local serves the answers the proxy gives itself.
+func (r *Router) local(req *request) {
+	m := req.msg
+	switch req.plan.Local {
+	case AnswerOneway:
+		// HiveServer2 sends fb303 shutdown every time it closes a client:
+		// expected, so DEBUG.
+		r.log.Debug("answered an fb303 control call locally; it never reaches a backend", "method", m.Name, "remote", req.conn.Remote)
+		if m.Type == wire.Oneway {
+			return
+		}
+		r.declaredException(req, req.plan.Spec.MetaExcField, m.Name+" is not forwarded by hms-proxy")
+	case AnswerSetUGI:
+		r.setUGI(req)
+	case AnswerCatalogs:
+		// Catalog ownership is policy-managed in the proxy configuration.
+		names := wire.List(wire.TString)
+		for _, cat := range r.ns.Catalogs() {
+			names.Elems = append(names.Elems, wire.Str(cat.Name))
+		}
+		body := wire.Struct(wire.Field{ID: 0, V: wire.Struct(wire.Field{ID: 1, V: names})})
+		req.out = wire.AppendMessage(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+	case AnswerVersion:
+		body := wire.Struct(wire.Field{ID: 0, V: wire.Str(req.conn.Frontend.Runtime.Version)})
+		req.out = wire.AppendMessage(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+	}
+}
+
+// setUGI binds the caller's identity to the connection and answers as HMS
+// does (the group list). Impersonation of that user is a later step.
+func (r *Router) setUGI(req *request) {
+	m := req.msg
+	v, err := wire.DecodeStruct(m.Body())
+	if err != nil {
+		r.refuse(req, &Refusal{Kind: RefuseMeta, Reason: "bad_arguments", Message: "set_ugi: cannot read arguments: " + err.Error()})
+		return
+	}
+	user := v.Field(1).String()
+	var groups []string
+	if g := v.Field(2); g != nil {
+		for _, e := range g.Elems {
+			groups = append(groups, string(e.Str))
+		}
+	}
+	req.conn.SetIdentity(&security.Identity{User: user, Groups: groups, Mechanism: security.SetUGI})
+	list := wire.List(wire.TString)
+	for _, s := range groups {
+		list.Elems = append(list.Elems, wire.Str(s))
+	}
+	body := wire.Struct(wire.Field{ID: 0, V: list})
+	req.out = wire.AppendMessage(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+}
