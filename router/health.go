@@ -48,7 +48,7 @@ func (r *Router) BackendStates() []monitoring.BackendState {
 		h := b.Health()
 		st := monitoring.BackendState{Catalog: cat.Name, Connected: h.Connected,
 			LastLatencyMs: h.LastLatency.Milliseconds(), LatencyEwmaMs: h.LatencyEWMA,
-			LatencyBudgetMs: b.opt.CallBudget.Milliseconds(),
+			LatencyBudgetMs:     b.opt.CallBudget.Milliseconds(),
 			ConsecutiveFailures: h.ConsecutiveFailures, LastError: h.LastError, Endpoint: h.Endpoint,
 			RuntimeProfile: r.runtimes[cat].Name}
 		st.LastSuccessEpochSecond = epoch(h.LastSuccess)

@@ -514,8 +514,8 @@ func (r *Router) planDatabases(req *request) {
 		return
 	}
 	parts := r.patternParts(pattern)
-	per := map[*Catalog][]string{}   // backend alternatives per catalog
-	var external []string            // alternatives over external names
+	per := map[*Catalog][]string{} // backend alternatives per catalog
+	var external []string          // alternatives over external names
 	for _, pp := range parts {
 		if pp.cat != nil {
 			per[pp.cat] = append(per[pp.cat], pp.rest)
