@@ -115,24 +115,39 @@ func (s *ZKStore) Close() error {
 	return nil
 }
 
-// do runs one ZooKeeper call with the operation timeout: go-zookeeper itself
-// waits for a connection without bound when the server hangs.
+// do runs one ZooKeeper call within the operation timeout. A request the
+// client could not send (no server reachable yet: ErrNoServer) is retried
+// until the timeout, as Curator's retry policy does for Hive; go-zookeeper
+// itself would wait without bound on a hung server.
 func (s *ZKStore) do(what, znode string, f func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	t := time.NewTimer(s.o.OpTimeout)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		if err != nil {
-			return &zkError{store: s.name, what: what, znode: znode, err: err}
+	deadline := time.Now().Add(s.o.OpTimeout)
+	for {
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		t := time.NewTimer(time.Until(deadline))
+		var err error
+		select {
+		case err = <-done:
+			t.Stop()
+		case <-t.C:
+			return &zkError{store: s.name, what: what, znode: znode,
+				err: fmt.Errorf("no answer within %v (connection state %s)", s.o.OpTimeout, s.conn.State())}
 		}
-		return nil
-	case <-t.C:
-		return &zkError{store: s.name, what: what, znode: znode,
-			err: fmt.Errorf("no answer within %v (connection state %s)", s.o.OpTimeout, s.conn.State())}
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, zk.ErrNoServer) && time.Until(deadline) > zkRetryPause {
+			time.Sleep(zkRetryPause)
+			continue
+		}
+		if errors.Is(err, zk.ErrNoServer) {
+			err = fmt.Errorf("%w within %v", err, s.o.OpTimeout)
+		}
+		return &zkError{store: s.name, what: what, znode: znode, err: err}
 	}
 }
+
+const zkRetryPause = 250 * time.Millisecond
 
 type zkError struct {
 	store, what, znode string

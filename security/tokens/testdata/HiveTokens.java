@@ -33,6 +33,9 @@ public class HiveTokens {
             Configuration conf = new Configuration(false);
             conf.set("hive.cluster.delegation.token.store.zookeeper.connectString", connect);
             conf.set("hive.cluster.delegation.token.store.zookeeper.znode", znode);
+            // Hive 3.1.3 defaults to creator-only ACLs, which need an authenticated session; the Go store's
+            // default (no Kerberos) is world ACLs, so name them.
+            conf.set("hive.cluster.delegation.token.store.zookeeper.acl", "world:anyone:cdrwa");
             setConf(conf);
             init(null, HadoopThriftAuthBridge.Server.ServerMode.METASTORE);
         }
