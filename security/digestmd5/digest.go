@@ -81,12 +81,12 @@ func decodeValue(v string, utf8Charset bool) string {
 // digestInput is what both sides hash.
 type digestInput struct {
 	username, realm, password string
-	nonce, cnonce            string
-	authzid                  string // "" when absent
-	hasAuthzID               bool
-	digestURI                string
-	qop                      sasl.QOP
-	nc                       int
+	nonce, cnonce             string
+	authzid                   string // "" when absent
+	hasAuthzID                bool
+	digestURI                 string
+	qop                       sasl.QOP
+	nc                        int
 }
 
 // hA1 is the binary MD5 of A1, the session key the security layers derive
