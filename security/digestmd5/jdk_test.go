@@ -112,12 +112,11 @@ type jdkClientCase struct {
 	strength string
 	tamper   func(i int, frame []byte) []byte
 	// expectations
-	wantJava   string // prefix of the Java result
-	wantQOP    sasl.QOP
-	wantErr    string // Go handshake error substring
-	wantData   string // Go data-phase error substring
-	wantUser   string
-	wantRealer string
+	wantJava string // prefix of the Java result
+	wantQOP  sasl.QOP
+	wantErr  string // Go handshake error substring
+	wantData string // Go data-phase error substring
+	wantUser string
 }
 
 func flip(at int) func(int, []byte) []byte {
