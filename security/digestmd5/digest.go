@@ -146,3 +146,44 @@ func qopStrings(qs []sasl.QOP) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// QOPsFromProtection maps hadoop.rpc.protection ("authentication",
+// "integrity", "privacy", or a comma list of them) to the QOPs to offer, in
+// its order, as Hadoop's SaslPropertiesResolver does. key names the setting
+// in errors.
+func QOPsFromProtection(key, value string) ([]sasl.QOP, error) {
+	var out []sasl.QOP
+	for _, p := range strings.Split(value, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		var q sasl.QOP
+		switch strings.ToLower(p) {
+		case "authentication":
+			q = sasl.QOPAuth
+		case "integrity":
+			q = sasl.QOPAuthInt
+		case "privacy":
+			q = sasl.QOPAuthConf
+		default:
+			return nil, fmt.Errorf("%s: %q is not authentication, integrity or privacy", key, p)
+		}
+		if !containsQOP(out, q) {
+			out = append(out, q)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: %q names no protection", key, value)
+	}
+	return out, nil
+}
+
+func containsQOP(qs []sasl.QOP, q sasl.QOP) bool {
+	for _, v := range qs {
+		if v == q {
+			return true
+		}
+	}
+	return false
+}

@@ -285,3 +285,15 @@ func FuzzUnwrap(f *testing.F) {
 		}
 	})
 }
+
+func TestQOPsFromProtection(t *testing.T) {
+	got, err := QOPsFromProtection("hadoop.rpc.protection", "privacy, Integrity,authentication,privacy")
+	if err != nil || qopStrings(got) != "auth-conf,auth-int,auth" {
+		t.Errorf("%v, %v", got, err)
+	}
+	for _, bad := range []string{"", " , ", "secret"} {
+		if _, err := QOPsFromProtection("hadoop.rpc.protection", bad); err == nil || !strings.Contains(err.Error(), "hadoop.rpc.protection") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
