@@ -57,7 +57,11 @@ func TokenLookup(m *tokens.Manager) func(string) (Credentials, error) {
 		if err != nil {
 			return Credentials{}, err
 		}
-		return Credentials{Password: tokens.EncodePassword(pw), User: id.User(), RealUser: id.RealUser}, nil
+		c := Credentials{Password: tokens.EncodePassword(pw), User: id.User(), RealUser: id.RealUser}
+		if c.RealUser == c.User {
+			c.RealUser = "" // Hadoop's getUser: a real user equal to the owner is no impersonation
+		}
+		return c, nil
 	}
 }
 

@@ -463,3 +463,35 @@ func TestWeReadHiveTokens(t *testing.T) {
 		t.Error("re-encoded identifier differs from Hive's bytes")
 	}
 }
+
+func TestStartRollsInBackground(t *testing.T) {
+	clock := newClock(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
+	m, err := New(Options{Store: NewMemoryStore(), Now: clock.Now, Tick: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	first := m.current.ID
+	m.mu.Unlock()
+	m.Start()
+	clock.Advance(25 * time.Hour)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m.mu.Lock()
+		cur := m.current.ID
+		m.mu.Unlock()
+		if cur != first {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the background loop did not roll the master key")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

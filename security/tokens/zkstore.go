@@ -103,7 +103,7 @@ func NewZKStore(o ZKOptions) (*ZKStore, error) {
 type zkLogger struct{ l *slog.Logger }
 
 func (z zkLogger) Printf(format string, args ...any) {
-	z.l.Warn("zookeeper client: "+fmt.Sprintf(format, args...), "component", "delegation-token-store")
+	z.l.Info("zookeeper client: "+fmt.Sprintf(format, args...), "component", "delegation-token-store")
 }
 
 // Name implements Store.
