@@ -101,6 +101,28 @@ func TestZooKeeperReplicasAndHive(t *testing.T) {
 		t.Fatalf("token znode data: %+v, %v", info, err)
 	}
 
+	// A token under Hive 4's padded znode name (java.util.Base64 URL encoder) is found too.
+	h4 := &Identifier{Owner: "hive4-user", Renewer: "hive", IssueDate: clock.Now().UnixMilli(),
+		MaxDate: clock.Now().Add(time.Hour).UnixMilli(), SequenceNumber: 1, MasterKeyID: a.current.ID}
+	for len(h4.Encode())%3 == 0 {
+		h4.Owner += "x"
+	}
+	h4raw := h4.Encode()
+	h4info := TokenInfo{RenewDate: clock.Now().Add(time.Hour).UnixMilli(), Password: Password(h4raw, a.current.Key)}
+	padded := root + "/tokens/" + base64.URLEncoding.EncodeToString(h4raw)
+	if !strings.HasSuffix(padded, "=") {
+		t.Fatalf("%s has no padding", padded)
+	}
+	if _, err := conn.Create(padded, h4info.Encode(), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Password(h4raw); err != nil {
+		t.Errorf("token under a padded znode name: %v", err)
+	}
+	if ok, err := b.o.Store.RemoveToken(h4raw); !ok || err != nil {
+		t.Errorf("removing the padded token: %v %v", ok, err)
+	}
+
 	// Hive's ZooKeeperTokenStore lists the same keys and the token.
 	res := hiveJava(t, "zk-read", z.Addr, znode)
 	wantKeys := map[string]bool{}
