@@ -168,6 +168,7 @@ func number(s string, i int) (int, bool) {
 	for j < len(s) && isDigit(s[j]) {
 		j++
 	}
+	intEnd := j
 	if j < len(s) && s[j] == '.' && j+1 < len(s) && isDigit(s[j+1]) {
 		j++
 		for j < len(s) && isDigit(s[j]) {
@@ -192,6 +193,9 @@ func number(s string, i int) (int, bool) {
 		}
 	}
 	if j < len(s) && isWordByte(s[j]) {
+		if j > intEnd { // "0.00A": the integer, then ".", then a word
+			return intEnd, true
+		}
 		return i, false
 	}
 	return j, true

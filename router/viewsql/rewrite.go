@@ -98,9 +98,16 @@ func (f Finding) String() string {
 
 // Result of rewriting one text.
 type Result struct {
-	Text     string
-	Changed  int // references rewritten
-	Findings []Finding
+	Text    string
+	Changed int // references rewritten
+	// Irreversible counts the rewrites the other direction cannot undo:
+	// Outward's qualification of one-part names, the three-part forms
+	// (Outward collapses <backend catalog>.<db>.<table> to <external db>.<table>),
+	// and backquotes either direction had to add. When it is 0 and there are
+	// no findings, Inward(Outward(x)) == x, and Outward(Inward(y)) == y up to
+	// the case of a catalog prefix.
+	Irreversible int
+	Findings     []Finding
 }
 
 // Err is non-nil when an inward rewrite left a cross-catalog reference: a
@@ -198,7 +205,7 @@ func (r *Rewriter) Rewrite(d Direction, v View, text string) (Result, error) {
 	var b strings.Builder
 	last := 0
 	for _, ref := range refs {
-		edits, f := r.classify(d, c, v, text, toks, ref)
+		edits, lossy, f := r.classify(d, c, v, text, toks, ref)
 		if f != nil {
 			f.Direction, f.Catalog = d, c.Name
 			f.Ref, f.Offset = text[toks[ref.parts[0]].start:toks[ref.parts[len(ref.parts)-1]].end], toks[ref.parts[0]].start
@@ -217,6 +224,9 @@ func (r *Rewriter) Rewrite(d Direction, v View, text string) (Result, error) {
 			last = e.end
 		}
 		res.Changed++
+		if lossy {
+			res.Irreversible++
+		}
 	}
 	if res.Changed == 0 {
 		return res, nil
@@ -258,8 +268,13 @@ func plainIdent(s string) bool {
 	if s == "" {
 		return false
 	}
+	if isDigit(s[0]) {
+		if _, num := number(s, 0); num {
+			return false // "0" alone reads as a number
+		}
+	}
 	for i := 0; i < len(s); i++ {
-		if !isWordByte(s[i]) || s[i] == '$' {
+		if !isWordByte(s[i]) {
 			return false
 		}
 	}
@@ -294,7 +309,23 @@ func (r *Rewriter) externalDB(c *Catalog, db string) string {
 	return c.Name + r.sep + db
 }
 
-func (r *Rewriter) classify(d Direction, c *Catalog, v View, text string, toks []token, ref tableRef) ([]edit, *Finding) {
+func (r *Rewriter) classify(d Direction, c *Catalog, v View, text string, toks []token, ref tableRef) ([]edit, bool, *Finding) {
+	e, f := r.classify1(d, c, v, text, toks, ref)
+	// One-part names qualified outward, and three-part names other than the
+	// session catalog's, which Outward collapses.
+	lossy := len(e) > 0 && (d == Outward && len(ref.parts) == 1 ||
+		len(ref.parts) == 3 && !r.sessions[strings.ToLower(partOf(text, toks[ref.parts[0]]).val)])
+	for _, x := range e {
+		// Backquotes added to an unquoted name (a catalog name with a '-',
+		// a database named "0"): the other direction keeps them.
+		if strings.HasPrefix(x.with, "`") && text[x.start] != '`' {
+			lossy = true
+		}
+	}
+	return e, lossy, f
+}
+
+func (r *Rewriter) classify1(d Direction, c *Catalog, v View, text string, toks []token, ref tableRef) ([]edit, *Finding) {
 	parts := make([]name, len(ref.parts))
 	for i, ti := range ref.parts {
 		parts[i] = partOf(text, toks[ti])
@@ -355,6 +386,9 @@ func (r *Rewriter) classify(d Direction, c *Catalog, v View, text string, toks [
 // <session catalog>.<db>.<table>).
 func (r *Rewriter) twoPart(d Direction, c *Catalog, db name, replace func(string) []edit) ([]edit, *Finding) {
 	x, internal, explicit := r.splitDB(db.val)
+	if explicit && internal == "" {
+		return nil, &Finding{Reason: Unclassified, Detail: "no database after the catalog prefix"}
+	}
 	if d == Outward {
 		if explicit {
 			return nil, &Finding{Reason: Unclassified, Detail: "the backend's database name already carries the prefix of catalog " + x.Name}
