@@ -100,8 +100,6 @@ const (
 	icebergSerde   = "org.apache.iceberg.mr.hive.HiveIcebergSerDe"
 )
 
-func str(s string) *string { return &s }
-
 // icebergTable is the record Iceberg's HiveTableOperations writes for a
 // table with the Hive engine on.
 func icebergTable(db, name, loc, pointer string) *thriftgen.Table {
