@@ -1,0 +1,112 @@
+package viewsql
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/hms-proxy/hms-proxy/wire"
+)
+
+func viewTable(db, orig, expanded string, params ...string) wire.Value {
+	p := wire.Value{Type: wire.TMap, KeyType: wire.TString, ElemType: wire.TString}
+	for _, s := range params {
+		p.Elems = append(p.Elems, wire.Str(s))
+	}
+	return wire.Struct(
+		wire.Field{ID: tableFieldTableName, V: wire.Str("v")},
+		wire.Field{ID: tableFieldDBName, V: wire.Str(db)},
+		wire.Field{ID: tableFieldParameters, V: p},
+		wire.Field{ID: tableFieldViewOriginalText, V: wire.Str(orig)},
+		wire.Field{ID: tableFieldViewExpandedText, V: wire.Str(expanded)},
+		wire.Field{ID: tableFieldTableType, V: wire.Str("VIRTUAL_VIEW")},
+	)
+}
+
+func TestModesAndPreserveOriginalText(t *testing.T) {
+	r := testRewriter(t, true)
+	const orig, exp = "select * from t", "SELECT `t`.`a` FROM `sales`.`t`"
+
+	tbl := viewTable("sales", orig, exp)
+	res, err := NewTableRewriter(r, TableOptions{Mode: ModeDisabled}).Rewrite(Outward, "catalog2", &tbl)
+	if err != nil || res.Changed != 0 || tbl.Field(tableFieldViewExpandedText).String() != exp {
+		t.Fatalf("DISABLED changed something: %+v %v", res, err)
+	}
+
+	tbl = viewTable("sales", orig, exp)
+	if _, err := NewTableRewriter(r, TableOptions{PreserveOriginalText: true}).Rewrite(Outward, "catalog2", &tbl); err != nil {
+		t.Fatal(err)
+	}
+	if got := tbl.Field(tableFieldViewOriginalText).String(); got != orig {
+		t.Errorf("preserved original text became %q", got)
+	}
+	if got := tbl.Field(tableFieldViewExpandedText).String(); got != "SELECT `t`.`a` FROM `catalog2__sales`.`t`" {
+		t.Errorf("expanded text %q", got)
+	}
+
+	tbl = viewTable("catalog2__sales", orig, exp) // dbName already external
+	if _, err := NewTableRewriter(r, TableOptions{}).Rewrite(Outward, "catalog2", &tbl); err != nil {
+		t.Fatal(err)
+	}
+	if got := tbl.Field(tableFieldViewOriginalText).String(); got != "select * from catalog2__sales.t" {
+		t.Errorf("original text %q", got)
+	}
+
+	for _, s := range []string{"", "rewrite", "REWRITE", " DISABLED "} {
+		if _, err := ParseMode(s); err != nil {
+			t.Errorf("ParseMode(%q): %v", s, err)
+		}
+	}
+	if _, err := ParseMode("ON"); err == nil || !strings.Contains(err.Error(), "federation.view-text-rewrite.mode") {
+		t.Errorf("ParseMode(ON) = %v", err)
+	}
+}
+
+// A view created through the proxy in catalog2 that reads the default
+// catalog's table: inward finds it, the router refuses with Err.
+func TestInwardRefusalOfACrossCatalogView(t *testing.T) {
+	r := testRewriter(t, true)
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	tr := NewTableRewriter(r, TableOptions{Metrics: m})
+	tbl := viewTable("catalog2__sales", "SELECT * FROM sales.t", "SELECT `t`.`a` FROM `sales`.`t`",
+		"view.catalogAndNamespace.numParts", "2", "view.catalogAndNamespace.part.0", "spark_catalog",
+		"view.catalogAndNamespace.part.1", "catalog2__sales")
+	res, err := tr.Rewrite(Inward, "catalog2", &tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Err() == nil || !strings.Contains(res.Err().Error(), "sales.t") {
+		t.Fatalf("Err() = %v (%v)", res.Err(), res.Findings)
+	}
+	if got := paramOf(&tbl, "view.catalogAndNamespace.part.1"); got != "sales" {
+		t.Errorf("part.1 = %q", got)
+	}
+	if got := testutil.ToFloat64(m.findings.WithLabelValues("catalog2", "inward", "cross_catalog")); got != 2 {
+		t.Errorf("cross_catalog findings counted %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(m.rewrites.WithLabelValues("catalog2", "inward", "rewritten")); got != 1 {
+		t.Errorf("rewrites counted %v", got)
+	}
+
+	// Spark 2.x's view.default.database naming another catalog is a finding.
+	tbl = viewTable("catalog2__sales", "", "", "view.default.database", "catalog1__sales")
+	res, _ = tr.Rewrite(Inward, "catalog2", &tbl)
+	if len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Ref, "view.default.database") {
+		t.Errorf("findings %v", res.Findings)
+	}
+
+	// A plain table is not a view: nothing counted.
+	plain := wire.Struct(wire.Field{ID: tableFieldDBName, V: wire.Str("sales")})
+	before := testutil.CollectAndCount(m.rewrites)
+	if _, err := tr.Rewrite(Outward, "catalog2", &plain); err != nil {
+		t.Fatal(err)
+	}
+	if after := testutil.CollectAndCount(m.rewrites); after != before {
+		t.Errorf("a plain table was counted")
+	}
+	var nilM *Metrics
+	nilM.observe("c", Inward, TableResult{}) // nil-safe
+}
