@@ -180,15 +180,16 @@ func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) er
 	}
 	mark := len(req.out)
 	req.out = wire.AppendHeader(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID})
-	if spec.Result == nil {
+	if spec.Result == nil && (cat.Default || req.status != "error") {
 		req.out = append(req.out, body...)
 		return nil
 	}
 	var patches []wire.Patch
 	var err error
-	if pre != nil {
+	switch {
+	case pre != nil:
 		patches = pre.patches // collected while the reply was read
-	} else {
+	case spec.Result != nil:
 		patches, err = r.outwardPatches(spec.Result, cat, body, req.plan.patchArr[:0])
 	}
 	if err == nil && !cat.Default && req.status == "error" {
