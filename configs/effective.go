@@ -1,191 +1,123 @@
 package configs
 
 import (
-	"regexp"
+	"fmt"
 	"sort"
-	"strconv"
 	"strings"
-	"time"
 )
 
-// Effective renders every effective setting, defaults included, as sorted
-// key=value lines in .properties syntax (escaped so that the output reads
-// back into the same configuration). Recognised-but-not-implemented keys are
-// not settings and are left out (they are in Warnings). Values of catalog
-// conf keys whose name mentions a password or secret are masked.
+// Setting is the effective value of one key of a parsed configuration.
+type Setting struct {
+	Key      string // the concrete key (the name the file used when it set an alias)
+	Pattern  string // its registry pattern
+	Value    string // canonical text; masked for secrets
+	HasValue bool   // false: not set and no default
+	Default  bool   // the file does not set it
+	Status   Status
+	Feature  string // the feature's id
+}
+
+// Settings returns every key's effective value, in registry order (within
+// a key: listed catalogs and frontends in order, other instances sorted).
+func (c *Config) Settings() []Setting {
+	out := make([]Setting, 0, len(c.settings))
+	for _, s := range c.settings {
+		out = append(out, Setting{Key: s.name, Pattern: s.key.pattern, Value: maskedValue(s), HasValue: s.has,
+			Default: !s.fromFile, Status: c.keyStatus(s.key), Feature: s.key.feature.id})
+	}
+	return out
+}
+
+func (c *Config) keyStatus(k *keyDef) Status {
+	if k.ignored != "" {
+		return StatusIgnored
+	}
+	if st, ok := c.status[k.feature.id]; ok {
+		return st
+	}
+	return k.feature.status
+}
+
+const masked = "********"
+
+func maskedValue(s *setting) string {
+	if !s.has {
+		return ""
+	}
+	if s.secret() {
+		return masked
+	}
+	return s.text
+}
+
+// secret: a password (a key marked so, or an open conf key whose name says
+// password or secret), never shown in output or messages.
+func (s *setting) secret() bool {
+	if s.key.secret {
+		return true
+	}
+	lk := strings.ToLower(s.m.rest)
+	return hasRest(s.key.segs) && (strings.Contains(lk, "password") || strings.Contains(lk, "secret"))
+}
+
+// shownRaw is the value as written, for a message: masked for a secret.
+func (s *setting) shownRaw() string {
+	if s.secret() {
+		return masked
+	}
+	return quoteValue(s.raw)
+}
+
+// Effective renders every key's effective value in .properties syntax,
+// grouped by feature, each group headed by the feature's status. A key the
+// file sets is a "key=value" line; a default in force is a commented
+// "#key=value" line, and a key with no value "#key=". So the output reads
+// back into the same configuration. Secrets are masked; keytab paths are
+// shown.
 func (c *Config) Effective() string {
-	m := map[string]string{}
-	b := strconv.FormatBool
-	i := strconv.Itoa
-	ms := func(d time.Duration) string { return strconv.FormatInt(int64(d/time.Millisecond), 10) }
-	sec := func(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) }
-	mb := func(n int64) string { return strconv.FormatInt(n/mib, 10) }
-
-	s := c.Server
-	m["server.name"] = s.Name
-	m["server.bind-host"] = s.BindHost
-	m["server.port"] = i(s.Port)
-	m["server.shutdown-timeout-seconds"] = sec(s.ShutdownTimeout)
-	for _, f := range c.Frontends() {
-		pre := "server."
-		if f.Name != "" {
-			pre = key2(f.Name)
-			m[pre+"port"] = i(f.Port)
-			m[pre+"bind-host"] = f.BindHost
-			m[pre+"frontend-profile"] = string(f.Profile)
-			if f.StandaloneMetastoreJar != "" {
-				m[pre+"standalone-metastore-jar"] = f.StandaloneMetastoreJar
+	var b strings.Builder
+	b.WriteString("# Effective configuration: \"key=value\" is set in the file, \"#key=value\" is the default in force,\n")
+	b.WriteString("# \"#key=\" has no value. It reads back as the same configuration (secrets are masked).\n")
+	byFeature := map[*feature][]*setting{}
+	for _, s := range c.settings {
+		byFeature[s.key.feature] = append(byFeature[s.key.feature], s)
+	}
+	for _, f := range c.features {
+		ss := byFeature[f]
+		if len(ss) == 0 {
+			continue
+		}
+		sort.SliceStable(ss, func(i, j int) bool { return ss[i].name < ss[j].name })
+		st := c.status[f.id]
+		fmt.Fprintf(&b, "\n# == %s [%s]: %s", f.title, f.id, statusText(st))
+		if f.on != nil && !f.on(c) {
+			fmt.Fprintf(&b, "; off: %s", f.off(c))
+		}
+		b.WriteByte('\n')
+		for _, s := range ss {
+			if s.fromFile && s.key.ignored != "" {
+				fmt.Fprintf(&b, "# accepted and ignored: %s\n", s.key.ignored)
 			}
-		}
-		m[pre+"min-worker-threads"] = i(f.MinWorkerThreads)
-		m[pre+"max-worker-threads"] = i(f.MaxWorkerThreads)
-		m[pre+"client-socket-timeout-ms"] = ms(f.ClientSocketTimeout)
-		m[pre+"tcp-keepalive"] = b(f.TCPKeepAlive)
-		m[pre+"tcp-keepalive-idle-seconds"] = sec(f.TCPKeepAliveIdle)
-		m[pre+"tcp-keepalive-interval-seconds"] = sec(f.TCPKeepAliveInterval)
-		m[pre+"tcp-keepalive-count"] = i(f.TCPKeepAliveCount)
-		m[pre+"framed-transport"] = b(f.FramedTransport)
-		m[pre+"max-message-size"] = strconv.FormatInt(f.MaxMessageSize, 10)
-	}
-	if len(c.AdditionalFrontends) > 0 {
-		names := make([]string, len(c.AdditionalFrontends))
-		for k, f := range c.AdditionalFrontends {
-			names[k] = f.Name
-		}
-		m["additional-frontends"] = strings.Join(names, ",")
-	}
-
-	mg := c.Management
-	m["management.enabled"] = b(mg.Enabled)
-	if mg.Enabled {
-		m["management.bind-host"] = mg.BindHost
-		m["management.port"] = i(mg.Port)
-		m["management.threads"] = i(mg.Threads)
-		m["management.readiness-cache-ms"] = ms(mg.ReadinessCache)
-	}
-
-	m["routing.default-catalog"] = c.Routing.DefaultCatalog
-	m["routing.catalog-db-separator"] = c.Routing.CatalogDBSeparator
-	m["federation.preserve-backend-catalog-name"] = b(c.Federation.PreserveBackendCatalogName)
-	m["compatibility.frontend-profile"] = string(c.Compatibility.FrontendProfile)
-	if c.Compatibility.FrontendStandaloneMetastoreJar != "" {
-		m["compatibility.frontend-standalone-metastore-jar"] = c.Compatibility.FrontendStandaloneMetastoreJar
-	}
-	if c.Compatibility.BackendStandaloneMetastoreJar != "" {
-		m["compatibility.backend-standalone-metastore-jar"] = c.Compatibility.BackendStandaloneMetastoreJar
-	}
-
-	names := make([]string, len(c.Catalogs))
-	for k, cat := range c.Catalogs {
-		names[k] = cat.Name
-		pre := "catalog." + cat.Name + "."
-		for hk, v := range cat.Conf {
-			lk := strings.ToLower(hk)
-			if strings.Contains(lk, "password") || strings.Contains(lk, "secret") {
-				v = "********"
+			if !s.fromFile {
+				b.WriteByte('#')
 			}
-			m[pre+"conf."+hk] = v
-		}
-		// The settings hms-proxy interprets, under the name that was
-		// used (the hive.* name when none was), with their effective value.
-		setConf := func(metastoreName, hiveName, v string) {
-			if _, ok := cat.Conf[metastoreName]; ok {
-				m[pre+"conf."+metastoreName] = v
-				return
+			b.WriteString(escapeKey(s.name))
+			b.WriteByte('=')
+			if s.fromFile && !s.has {
+				b.WriteString(escapeValue(s.raw)) // cannot happen in a valid Config; kept for completeness
+			} else {
+				b.WriteString(escapeValue(maskedValue(s)))
 			}
-			m[pre+"conf."+hiveName] = v
-		}
-		setConf("metastore.thrift.uris", "hive.metastore.uris", strings.Join(cat.URIs, ","))
-		setConf("metastore.client.socket.timeout", "hive.metastore.client.socket.timeout", formatHiveDuration(cat.SocketTimeout))
-		setConf("metastore.client.connection.timeout", "hive.metastore.client.connection.timeout", formatHiveDuration(cat.ConnectTimeout))
-		setConf("metastore.client.connect.retry.delay", "hive.metastore.client.connect.retry.delay", formatHiveDuration(cat.ConnectRetryDelay))
-		setConf("metastore.client.socket.lifetime", "hive.metastore.client.socket.lifetime", formatHiveDuration(cat.SocketLifetime))
-		setConf("metastore.txn.timeout", "hive.txn.timeout", formatHiveDuration(cat.TxnTimeout))
-		setConf("metastore.connect.retries", "hive.metastore.connect.retries", i(cat.ConnectRetries))
-		setConf("metastore.thrift.framed.transport.enabled", "hive.metastore.thrift.framed.transport.enabled", b(cat.FramedTransport))
-
-		m[pre+"access-mode"] = string(cat.AccessMode)
-		if len(cat.WriteDBWhitelist) > 0 {
-			m[pre+"write-db-whitelist"] = strings.Join(cat.WriteDBWhitelist, ",")
-		}
-		m[pre+"expose-mode"] = string(cat.ExposeMode)
-		if len(cat.ExposeDBPatterns) > 0 {
-			m[pre+"expose-db-patterns"] = joinPatterns(cat.ExposeDBPatterns)
-		}
-		for _, r := range cat.ExposeTablePatterns {
-			m[pre+"expose-table-patterns."+r.DBSource] = joinPatterns(r.Tables)
-		}
-		m[pre+"shared-session-pool-size"] = i(cat.SharedSessionPoolSize)
-		m[pre+"latency-budget-ms"] = ms(cat.LatencyBudget)
-		m[pre+"runtime-profile"] = string(cat.RuntimeProfile)
-		m[pre+"impersonation-enabled"] = b(cat.ImpersonationEnabled)
-		if cat.BackendStandaloneMetastoreJar != "" {
-			m[pre+"backend-standalone-metastore-jar"] = cat.BackendStandaloneMetastoreJar
+			b.WriteByte('\n')
 		}
 	}
-	m["catalogs"] = strings.Join(names, ",")
-
-	sc := c.Security
-	m["security.mode"] = sc.Mode
-	m["security.impersonation-enabled"] = b(sc.ImpersonationEnabled)
-	if sc.Mode != SecurityNone {
-		m["security.server-principal"] = sc.ServerPrincipal
-		m["security.keytab"] = sc.Keytab
-		m["security.client-principal"] = sc.ClientPrincipal
-		m["security.client-keytab"] = sc.ClientKeytab
-	}
-
-	sl := c.SyntheticLock
-	if sl.StoreMode != LockStoreUnset {
-		m["synthetic-read-lock.store.mode"] = sl.StoreMode
-	}
-	if sl.StoreMode == LockStoreZooKeeper {
-		zk := sl.ZooKeeper
-		const pre = "synthetic-read-lock.store.zookeeper."
-		m[pre+"connect-string"] = zk.ConnectString
-		m[pre+"znode"] = zk.ZNode
-		m[pre+"connection-timeout-ms"] = ms(zk.ConnectionTimeout)
-		m[pre+"session-timeout-ms"] = ms(zk.SessionTimeout)
-		m[pre+"base-sleep-ms"] = ms(zk.BaseSleep)
-		m[pre+"max-retries"] = i(zk.MaxRetries)
-	}
-
-	m["audit.enabled"] = b(c.Audit.Enabled)
-	m["audit.file"] = c.Audit.File
-	m["audit.max-file-size-mb"] = mb(c.Audit.MaxFileSizeBytes)
-	m["audit.max-backups"] = i(c.Audit.MaxBackups)
-	m["logging.level"] = c.Logging.Level
-	m["logging.file"] = c.Logging.File
-	m["logging.max-file-size-mb"] = mb(c.Logging.MaxFileSizeBytes)
-	m["logging.max-backups"] = i(c.Logging.MaxBackups)
-	m["logging.debug-tracing"] = b(c.Logging.DebugTracing)
-
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var out strings.Builder
-	for _, k := range keys {
-		out.WriteString(escapeKey(k))
-		out.WriteByte('=')
-		out.WriteString(escapeValue(m[k]))
-		out.WriteByte('\n')
-	}
-	return out.String()
+	return b.String()
 }
 
-// joinPatterns gives back the patterns as the operator wrote them.
-func joinPatterns(res []*regexp.Regexp) string {
-	out := make([]string, len(res))
-	for k, re := range res {
-		out[k] = patternSource(re)
+func statusText(st Status) string {
+	switch st {
+	case StatusRefused:
+		return "refused-until-built (not built yet: a value that asks for it refuses start)"
 	}
-	return strings.Join(out, ",")
-}
-
-// patternSource strips the anchoring compilePattern added.
-func patternSource(re *regexp.Regexp) string {
-	s := re.String()
-	return strings.TrimSuffix(strings.TrimPrefix(s, patternPrefix), patternSuffix)
+	return string(st)
 }

@@ -14,7 +14,10 @@ type Error struct {
 	Key     string
 	Value   string
 	Missing bool // the key is absent (Value is then meaningless)
-	Msg     string
+	// NotBuilt: the value is valid but asks for a feature this build does
+	// not have yet (a refusal rather than a mistake in the file).
+	NotBuilt bool
+	Msg      string
 }
 
 func (e *Error) Error() string {

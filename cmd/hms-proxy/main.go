@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -42,9 +43,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// checkConfig prints the verdict on a file: OK, its warnings and the
+// effective configuration of every key (from the registry, grouped by
+// feature with each feature's status); or INVALID with each refusal (a value
+// asking for something not built yet), each error and the warnings.
 func checkConfig(path string, stdout, stderr io.Writer) int {
 	cfg, err := configs.Load(path)
-	if err != nil {
+	var ve *configs.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		fmt.Fprintf(stderr, "%s: INVALID\n", path)
+		for _, e := range ve.Errors {
+			kind := "error"
+			if e.NotBuilt {
+				kind = "refused"
+			}
+			fmt.Fprintf(stderr, "%s: %v\n", kind, e)
+		}
+		for _, w := range ve.Warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
+		return 2
+	case err != nil:
 		fmt.Fprintf(stderr, "%s: INVALID\n%v\n", path, err)
 		return 2
 	}
@@ -52,7 +72,7 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stdout, "warning: %s\n", w)
 	}
-	fmt.Fprintf(stdout, "# effective configuration\n%s", cfg.Effective())
+	fmt.Fprint(stdout, cfg.Effective())
 	return 0
 }
 

@@ -52,7 +52,15 @@ func TestCheckConfigOnAGoodFile(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	got := out.String()
-	for _, want := range []string{": OK", "catalog.catalog2.access-mode=READ_ONLY", "routing.catalog-db-separator=__", "shared-session-pool-size=8"} {
+	for _, want := range []string{": OK",
+		"\ncatalog.catalog2.access-mode=READ_ONLY\n",             // set in the file
+		"\n#routing.catalog-db-separator=__\n",                   // a default in force
+		"\n#catalog.catalog1.shared-session-pool-size=8\n",       // a per-catalog default
+		"\n#security.server-principal=\n",                        // no value
+		"\n# == Rate limiting [rate-limit]: refused-until-built", // a feature header with its status
+		"\n#rate-limit.enabled=false\n",
+		"warning: federation.view-text-rewrite.mode=REWRITE (the default)",
+	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("check-config output lacks %q:\n%s", want, got)
 		}
@@ -80,6 +88,44 @@ management.enabled=yes
 	}
 }
 
+// TestCheckConfigRefusals: a value asking for a feature not built yet is a
+// "refused:" line naming key and value, apart from plain errors.
+func TestCheckConfigRefusals(t *testing.T) {
+	var out, errb bytes.Buffer
+	path := writeFile(t, goodConfig(t)+"rate-limit.principal.requests-per-second=60\nguard.transactional-ddl.mode=REJECT_TRANSACTIONAL\nserver.tcp-keepalive=yes\n")
+	if code := run([]string{"check-config", path}, &out, &errb); code != 2 {
+		t.Fatalf("exit %d, want 2\n%s", code, out.String())
+	}
+	msg := errb.String()
+	for _, want := range []string{": INVALID\n",
+		"refused: rate-limit.principal.requests-per-second=60: Rate limiting is not built yet",
+		"refused: guard.transactional-ddl.mode=REJECT_TRANSACTIONAL: Transactional DDL guard is not built yet",
+		"error: server.tcp-keepalive=yes: not a boolean",
+		"warning: routing.iceberg-pointer-guard.enabled=true (the default)",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("check-config lacks %q:\n%s", want, msg)
+		}
+	}
+}
+
+// TestCheckConfigShowsKeytabsMasksPasswords: paths of secrets are shown,
+// passwords are not.
+func TestCheckConfigShowsKeytabsMasksPasswords(t *testing.T) {
+	var out, errb bytes.Buffer
+	path := writeFile(t, goodConfig(t)+"security.keytab=/etc/security/keytabs/proxy.keytab\n"+
+		"ranger.ssl.truststore.password=hunter2\ncatalog.catalog1.conf.javax.jdo.option.ConnectionPassword=s3cret\n")
+	if code := run([]string{"check-config", path}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	got := out.String()
+	if !strings.Contains(got, "\nsecurity.keytab=/etc/security/keytabs/proxy.keytab\n") ||
+		!strings.Contains(got, "\nranger.ssl.truststore.password=********\n") ||
+		strings.Contains(got, "hunter2") || strings.Contains(got, "s3cret") {
+		t.Errorf("check-config output:\n%s", got)
+	}
+}
+
 func TestUsage(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run(nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "check-config") {
@@ -97,6 +143,11 @@ func TestBinaryStartsServesAndStopsOnSIGTERM(t *testing.T) {
 	bad := exec.Command(bin, writeFile(t, "catalogs=\n"))
 	if out, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(out), "catalogs") {
 		t.Fatalf("a bad config must stop the start-up naming the key: %v\n%s", err, out)
+	}
+	// A proxy asked to protect does not start without the protection.
+	refused := exec.Command(bin, writeFile(t, goodConfig(t)+"ranger.enabled=true\nranger.policy.rest.url=http://r:6080\nranger.service-name=s\n"))
+	if out, err := refused.CombinedOutput(); err == nil || !strings.Contains(string(out), "ranger.enabled=true: Apache Ranger authorization is not built yet") {
+		t.Fatalf("ranger.enabled=true must refuse the start: %v\n%s", err, out)
 	}
 
 	cfg := goodConfig(t)

@@ -1,0 +1,63 @@
+package configs
+
+// featureTable is the registry: every feature in parse (and key reference)
+// order, each with its status. A feature that is built flips here, in one
+// line, from StatusRefused to StatusImplemented, in the same change that
+// makes its code read the feature's typed struct.
+func featureTable() []*feature {
+	return []*feature{
+		withStatus(serverFeature(), StatusImplemented),
+		withStatus(compatibilityFeature(), StatusImplemented),
+		withStatus(frontendsFeature(), StatusImplemented),
+		withStatus(managementFeature(), StatusImplemented),
+		withStatus(catalogsFeature(), StatusImplemented),
+		withStatus(backendClientFeature(), StatusImplemented),
+		withStatus(sessionLifetimeFeature(), StatusRefused),
+		withStatus(kerberosFeature(), StatusRefused),
+		withStatus(backendKerberosFeature(), StatusRefused),
+		withStatus(backendTLSFeature(), StatusRefused),
+		withStatus(compactProtocolFeature(), StatusRefused),
+		withStatus(impersonationFeature(), StatusRefused),
+		withStatus(delegationTokensFeature(), StatusRefused),
+		withStatus(proxyUsersFeature(), StatusRefused),
+		withStatus(syntheticLockFeature(), StatusRefused),
+		withStatus(rateLimitFeature(), StatusRefused),
+		withStatus(circuitBreakerFeature(), StatusRefused),
+		withStatus(adaptiveTimeoutFeature(), StatusRefused),
+		withStatus(backendPollingFeature(), StatusRefused),
+		withStatus(hedgedReadFeature(), StatusRefused),
+		withStatus(degradedRoutingFeature(), StatusRefused),
+		withStatus(databaseListCacheFeature(), StatusRefused),
+		withStatus(databaseMetadataCacheFeature(), StatusRefused),
+		withStatus(databaseCacheRefreshFeature(), StatusRefused),
+		withStatus(refreshPrivilegesFeature(), StatusRefused),
+		withStatus(viewRewriteFeature(), StatusRefused),
+		withStatus(transactionalDDLGuardFeature(), StatusRefused),
+		withStatus(icebergPointerGuardFeature(), StatusRefused),
+		withStatus(dropPurgeFeature(), StatusRefused),
+		withStatus(restCatalogFeature(), StatusRefused),
+		withStatus(rangerFeature(), StatusRefused),
+		withStatus(auditFeature(), StatusImplemented),
+		withStatus(loggingFeature(), StatusImplemented),
+	}
+}
+
+func withStatus(f *feature, s Status) *feature {
+	f.status = s
+	return f
+}
+
+// anyCatalog reports whether some catalog has the property.
+func anyCatalog(c *Config, pred func(*CatalogConfig) bool) bool {
+	for _, cat := range c.Catalogs {
+		if pred(cat) {
+			return true
+		}
+	}
+	return false
+}
+
+// offBecause builds a feature's off text from a fixed sentence.
+func offBecause(why string) func(*Config) string {
+	return func(*Config) string { return why }
+}
