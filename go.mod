@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/apache/thrift v0.25.0
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 )
