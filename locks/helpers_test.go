@@ -155,7 +155,9 @@ func lockReq(txn int64, comps ...*thriftgen.LockComponent) *thriftgen.LockReques
 	return r
 }
 
-func part(catalog string, req *thriftgen.LockRequest) Request { return Request{Catalog: catalog, Lock: req} }
+func part(catalog string, req *thriftgen.LockRequest) Request {
+	return Request{Catalog: catalog, Lock: req}
+}
 
 func mustLock(t *testing.T, s *Shim, parts ...Request) *thriftgen.LockResponse {
 	t.Helper()

@@ -453,12 +453,12 @@ func TestEligible(t *testing.T) {
 		parts []Request
 		ok    bool
 	}{
-		"non-ACID select":          {[]Request{part("cat2", lockReq(1, comp(SR, opSelect, "s", "t", "")))}, true},
-		"CREATE TABLE's db lock":   {[]Request{part("cat2", lockReq(1, comp(SR, opNoTxn, "s", "", "")))}, true},
-		"partition drop":           {[]Request{part("cat2", lockReq(1, comp(EX, opNoTxn, "s", "t", "p=1")))}, true},
-		"non-ACID insert":          {[]Request{part("cat2", lockReq(1, dummy, comp(EX, opInsert, "s", "t", "")))}, true},
-		"isTransactional absent":   {[]Request{part("cat2", lockReq(1, noFlag))}, true},
-		"ACID write":               {[]Request{part("cat2", lockReq(1, tx))}, false},
+		"non-ACID select":        {[]Request{part("cat2", lockReq(1, comp(SR, opSelect, "s", "t", "")))}, true},
+		"CREATE TABLE's db lock": {[]Request{part("cat2", lockReq(1, comp(SR, opNoTxn, "s", "", "")))}, true},
+		"partition drop":         {[]Request{part("cat2", lockReq(1, comp(EX, opNoTxn, "s", "t", "p=1")))}, true},
+		"non-ACID insert":        {[]Request{part("cat2", lockReq(1, dummy, comp(EX, opInsert, "s", "t", "")))}, true},
+		"isTransactional absent": {[]Request{part("cat2", lockReq(1, noFlag))}, true},
+		"ACID write":             {[]Request{part("cat2", lockReq(1, tx))}, false},
 		"ACID part of a two-catalog read": {[]Request{part("cat2", lockReq(1, comp(SR, opSelect, "s", "t", ""))),
 			part("cat3", lockReq(1, tx))}, false},
 		"only the placeholder": {[]Request{part("cat2", lockReq(1, dummy))}, false},
