@@ -149,6 +149,9 @@ func parseConnectString(s string) ([]string, string, error) {
 	hosts, chroot := s, ""
 	if i := strings.Index(s, "/"); i >= 0 {
 		hosts, chroot = s[:i], s[i:]
+		if strings.ContainsAny(chroot, ",:") {
+			return nil, "", fmt.Errorf("locks: %s %q: the chroot %q holds a server list; the chroot goes once, after the last server", key, s, chroot)
+		}
 		if chroot == "/" {
 			chroot = ""
 		} else if err := checkZnode(key+" chroot", chroot); err != nil {
