@@ -182,7 +182,11 @@ func mustCheck(t *testing.T, s *Shim, id int64) thriftgen.LockState {
 
 func newTestMetrics() (*Metrics, *prometheus.Registry) {
 	reg := prometheus.NewRegistry()
-	return NewMetrics(reg), reg
+	m, err := NewMetrics(reg)
+	if err != nil {
+		panic(err)
+	}
+	return m, reg
 }
 
 // stores gives each store kind to run a test against: in memory, and two ZooKeeper stores on one znode (two replicas).

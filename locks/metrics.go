@@ -2,6 +2,7 @@ package locks
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -51,58 +52,73 @@ type Metrics struct {
 }
 
 // NewMetrics registers the shim's metrics with reg (nil = a private registry).
-// A metric already registered there with the same definition (for instance
-// hms_proxy_lock_request_split_total by the monitoring package) is shared, not
-// registered twice.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// A metric already registered there with the very same definition is shared,
+// not registered twice; one registered under the same name with another
+// definition is an error naming it (the monitoring package's own
+// hms_proxy_lock_request_split_total, for instance, must give way to this one).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	return &Metrics{
-		events: counterVec(reg, MetricEvents,
+	r := registrar{reg: reg}
+	m := &Metrics{
+		events: r.counterVec(MetricEvents,
 			"Synthetic lock shim lifecycle events: acquire, check_lock, heartbeat, unlock, release_txn, cleanup.",
 			"operation", "catalog", "store_mode", "result"),
-		failures: counterVec(reg, MetricStoreFailures,
+		failures: r.counterVec(MetricStoreFailures,
 			"Failures of the synthetic lock store (in-memory or ZooKeeper) by operation and exception type.",
 			"operation", "store_mode", "exception"),
-		handoffs: counterVec(reg, MetricHandoffs,
+		handoffs: r.counterVec(MetricHandoffs,
 			"Synthetic locks taken through one proxy instance and served through another.",
 			"operation", "catalog", "store_mode"),
-		active: gaugeVec(reg, MetricActive,
+		active: r.gaugeVec(MetricActive,
 			"Synthetic locks currently in the store (incremental; resynchronised by every expiry sweep).",
 			"store_mode"),
-		info: gaugeVec(reg, MetricStoreInfo,
+		info: r.gaugeVec(MetricStoreInfo,
 			"Constant 1, labelled with the synthetic lock store in use.", "store_mode"),
-		split: counterVec(reg, MetricLockRequestSplit,
+		split: r.counterVec(MetricLockRequestSplit,
 			"Lock requests naming several catalogs, split into per-catalog parts; catalog is the one whose lock id the client got.",
 			"catalog"),
 	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return m, nil
 }
 
-func counterVec(reg prometheus.Registerer, name, help string, labels ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return existing
-			}
-		}
-		panic("locks: registering " + name + ": " + err.Error())
+// registrar registers collectors and keeps the first error.
+type registrar struct {
+	reg prometheus.Registerer
+	err error
+}
+
+func (r *registrar) register(name string, c prometheus.Collector) prometheus.Collector {
+	err := r.reg.Register(c)
+	if err == nil {
+		return c
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		return are.ExistingCollector
+	}
+	if r.err == nil {
+		r.err = fmt.Errorf("locks: registering metric %s: %w", name, err)
 	}
 	return c
 }
 
-func gaugeVec(reg prometheus.Registerer, name, help string, labels ...string) *prometheus.GaugeVec {
+func (r *registrar) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	if got, ok := r.register(name, c).(*prometheus.CounterVec); ok {
+		return got
+	}
+	return c
+}
+
+func (r *registrar) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
-	if err := reg.Register(g); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.GaugeVec); ok {
-				return existing
-			}
-		}
-		panic("locks: registering " + name + ": " + err.Error())
+	if got, ok := r.register(name, g).(*prometheus.GaugeVec); ok {
+		return got
 	}
 	return g
 }
