@@ -95,6 +95,10 @@ func randomEpoch() uint32 {
 	return binary.LittleEndian.Uint32(b[:]) & epochMask
 }
 
+// InMemoryWarning is the start-up warning the caller logs when it builds an IN_MEMORY store.
+const InMemoryWarning = "synthetic-read-lock.store.mode=IN_MEMORY: synthetic locks of non-default catalogs live in " +
+	"this process only and are lost on restart or failover to another instance; use ZOOKEEPER for several instances"
+
 // MemoryStore is the IN_MEMORY store: records live in this process and are
 // lost on restart (the caller logs the start-up warning the spec asks for).
 // It is exactly as strict as the ZooKeeper store: versions, arrival order,
