@@ -1,0 +1,647 @@
+package locks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hms-proxy/hms-proxy/thriftgen"
+)
+
+// Defaults of Options.
+const (
+	// DefaultTxnTimeout is Hive's metastore.txn.timeout default.
+	DefaultTxnTimeout = 300 * time.Second
+	// DefaultSweepInterval is how often the background sweep expires locks.
+	DefaultSweepInterval = 30 * time.Second
+)
+
+// casAttempts bounds the re-reads when a record changes between read and write
+// (a heartbeat or check through another instance); each attempt is one
+// read-decide-write round, so a handful always suffices in practice.
+const casAttempts = 16
+
+// Request is one catalog's part of a lock call: the LockRequest with its
+// components already under the catalog's backend database names (Split gives
+// these). The Txnid, user, host and agent of every part are those of the one
+// client call.
+type Request struct {
+	Catalog string
+	Lock    *thriftgen.LockRequest
+}
+
+// Options build a Shim.
+type Options struct {
+	// Store keeps the lock records (NewMemoryStore or NewZooKeeperStore). Required.
+	Store Store
+	// Rules is the compatibility table: that of the default catalog's Hive
+	// release (RulesForRuntime of its runtime-profile). Required.
+	Rules Rules
+	// TxnTimeout is the default catalog's metastore.txn.timeout (or
+	// hive.txn.timeout): a lock whose last heartbeat (lock call, check_lock,
+	// heartbeat of the lock or of its transaction) is older expires.
+	// 0 = DefaultTxnTimeout.
+	TxnTimeout time.Duration
+	// SweepInterval is the period of the background expiry sweep
+	// (0 = DefaultSweepInterval; negative = no background sweep, call Sweep).
+	SweepInterval time.Duration
+	// GrantAtOnce answers ACQUIRED without looking at other locks, as the Java
+	// proxy's shim did: no writer isolation. Kept for comparison and tests only.
+	GrantAtOnce bool
+	// InstanceID names this proxy instance in the records it creates, to count
+	// handoffs ("" = hostname:pid:random).
+	InstanceID string
+	// Metrics receives the shim's metrics (nil = none).
+	Metrics *Metrics
+	// Logger receives sweep results and store trouble (nil = discard).
+	Logger *slog.Logger
+	// Now is the clock (nil = time.Now); tests move it.
+	Now func() time.Time
+}
+
+// Shim serves synthetic locks: lock, check_lock, heartbeat, unlock, and the
+// release of a transaction's locks when the default catalog commits or aborts
+// it. All methods are safe for concurrent use, also across instances sharing a
+// ZooKeeper store.
+//
+// Answers follow Hive's TxnHandler: a *thriftgen.NoSuchLockException for an id
+// that names no live lock, a *thriftgen.TxnOpenException for unlock of a
+// granted lock of a transaction, a *thriftgen.MetaException for a malformed
+// request; a store failure is a *StoreError (its message names the store).
+type Shim struct {
+	store    Store
+	rules    Rules
+	timeout  time.Duration
+	interval time.Duration
+	atOnce   bool
+	instance string
+	metrics  *Metrics
+	log      *slog.Logger
+	now      func() time.Time
+	mode     string // store_mode label
+
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+// New checks the options, publishes the store-info gauge and starts the background sweep.
+func New(o Options) (*Shim, error) {
+	if o.Store == nil {
+		return nil, errors.New("locks: Options.Store is nil: give an IN_MEMORY or ZOOKEEPER store")
+	}
+	if err := o.Rules.valid(); err != nil {
+		return nil, err
+	}
+	if o.TxnTimeout < 0 {
+		return nil, fmt.Errorf("locks: Options.TxnTimeout is %v: the lock timeout (metastore.txn.timeout) must be positive", o.TxnTimeout)
+	}
+	if o.TxnTimeout == 0 {
+		o.TxnTimeout = DefaultTxnTimeout
+	}
+	if o.SweepInterval == 0 {
+		o.SweepInterval = DefaultSweepInterval
+	}
+	if o.InstanceID == "" {
+		host, _ := os.Hostname()
+		o.InstanceID = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), randomToken()[:8])
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	mode := labelInMemory
+	if o.Store.Mode() == ModeZooKeeper {
+		mode = labelZooKeeper
+	}
+	s := &Shim{store: o.Store, rules: o.Rules, timeout: o.TxnTimeout, interval: o.SweepInterval, atOnce: o.GrantAtOnce,
+		instance: o.InstanceID, metrics: o.Metrics, log: o.Logger, now: o.Now, mode: mode,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	s.metrics.storeInfo(mode)
+	if s.interval > 0 {
+		go s.sweepLoop()
+	} else {
+		close(s.done)
+	}
+	return s, nil
+}
+
+// Close stops the background sweep (the store is the caller's to close).
+func (s *Shim) Close() error {
+	s.stopOnce.Do(func() { close(s.stop) })
+	<-s.done
+	return nil
+}
+
+// InstanceID is the name this shim writes into the records it creates.
+func (s *Shim) InstanceID() string { return s.instance }
+
+// Owns says whether a lock id is a shim id (see IsShimLockID).
+func (s *Shim) Owns(lockID int64) bool { return IsShimLockID(lockID) }
+
+func randomToken() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Sprintf("%024x", time.Now().UnixNano())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func noSuchLock(id int64) error {
+	return &thriftgen.NoSuchLockException{Message: fmt.Sprintf(
+		"No such lock lockid:%d: this synthetic lock of the proxy was released, expired or never issued", id)}
+}
+
+func badRequest(format string, args ...any) error {
+	return &thriftgen.MetaException{Message: "synthetic lock: " + fmt.Sprintf(format, args...)}
+}
+
+// isDummy: Hive's placeholder for queries without a source table
+// (SemanticAnalyzer.DUMMY_DATABASE / DUMMY_TABLE), which exists in no metastore.
+func isDummy(c *thriftgen.LockComponent) bool {
+	return strings.EqualFold(c.Dbname, DummyDatabase)
+}
+
+// Eligible says whether the shim may serve these parts: every component that is
+// not Hive's _dummy_database placeholder must be non-transactional
+// (isTransactional absent or false). That covers the non-ACID SHARED_READ of a
+// SELECT, the NO_TXN locks of DDL (CREATE TABLE's database lock, partition
+// rename/drop) and non-transactional writes (INSERT, INSERT OVERWRITE, UPDATE,
+// DELETE, of any lock type). A transactional component belongs to an ACID table,
+// whose write ids only the default catalog's TxnHandler issues, so the request
+// must go to the backend. The error names the first component that is not
+// eligible.
+func Eligible(parts ...Request) error {
+	if len(parts) == 0 {
+		return errors.New("no lock components")
+	}
+	n := 0
+	for _, p := range parts {
+		if p.Lock == nil {
+			return fmt.Errorf("catalog %s: no lock request", p.Catalog)
+		}
+		for i, c := range p.Lock.Component {
+			if c == nil || isDummy(c) {
+				continue
+			}
+			n++
+			if c.IsTransactional != nil && *c.IsTransactional {
+				return fmt.Errorf("lock component %d (%s on %s) of catalog %s is transactional: only the default catalog's "+
+					"metastore can lock ACID tables", i, c.Type, objectName(c), p.Catalog)
+			}
+		}
+	}
+	if n == 0 {
+		return errors.New("only Hive's _dummy_database placeholder is named: nothing for the shim to lock")
+	}
+	return nil
+}
+
+func objectName(c *thriftgen.LockComponent) string {
+	s := c.Dbname
+	if c.Tablename != nil && *c.Tablename != "" {
+		s += "." + *c.Tablename
+	}
+	if c.Partitionname != nil && *c.Partitionname != "" {
+		s += "/" + *c.Partitionname
+	}
+	return s
+}
+
+// record builds the record of a lock call from its parts.
+func (s *Shim) record(parts []Request) (*Record, bool, bool, error) {
+	if len(parts) == 0 {
+		return nil, false, false, badRequest("lock call without a request")
+	}
+	first := parts[0].Lock
+	if first == nil {
+		return nil, false, false, badRequest("catalog %s: no lock request", parts[0].Catalog)
+	}
+	now := s.now().UnixMilli()
+	r := &Record{User: first.User, Host: first.Hostname, State: stateWaiting, CreatedMs: now, HeartbeatMs: now,
+		Owner: s.instance, Token: randomToken()}
+	if first.Txnid != nil {
+		r.TxnID = *first.Txnid
+	}
+	if first.AgentInfo != nil {
+		r.Agent = *first.AgentInfo
+	}
+	zeroWait, exclCTAS := false, false
+	for _, p := range parts {
+		if p.Catalog == "" {
+			return nil, false, false, badRequest("lock request part without a catalog")
+		}
+		if p.Lock == nil {
+			return nil, false, false, badRequest("catalog %s: no lock request", p.Catalog)
+		}
+		var txn int64
+		if p.Lock.Txnid != nil {
+			txn = *p.Lock.Txnid
+		}
+		if txn != r.TxnID {
+			return nil, false, false, badRequest("parts of one lock call name transactions %d and %d", r.TxnID, txn)
+		}
+		zeroWait = zeroWait || (p.Lock.ZeroWaitReadEnabled != nil && *p.Lock.ZeroWaitReadEnabled)
+		exclCTAS = exclCTAS || (p.Lock.ExclusiveCTAS != nil && *p.Lock.ExclusiveCTAS)
+		for i, c := range p.Lock.Component {
+			if c == nil {
+				return nil, false, false, badRequest("catalog %s: lock component %d is null", p.Catalog, i)
+			}
+			if c.IsTransactional != nil && *c.IsTransactional {
+				return nil, false, false, badRequest("catalog %s: lock component %d on %s is transactional; only the "+
+					"default catalog's metastore can lock ACID tables", p.Catalog, i, objectName(c))
+			}
+			if _, err := s.rules.kindOf(c.Type); err != nil {
+				return nil, false, false, badRequest("catalog %s: lock component %d on %s: %v", p.Catalog, i, objectName(c), err)
+			}
+			comp := Component{Catalog: p.Catalog, DB: strings.ToLower(c.Dbname), Type: c.Type, Operation: c.OperationType}
+			if comp.DB == "" {
+				return nil, false, false, badRequest("catalog %s: lock component %d names no database", p.Catalog, i)
+			}
+			if c.Tablename != nil {
+				comp.Table = strings.ToLower(*c.Tablename)
+			}
+			if c.Partitionname != nil {
+				comp.Partition = strings.ToLower(*c.Partitionname)
+			}
+			if comp.Partition != "" && comp.Table == "" {
+				return nil, false, false, badRequest("catalog %s: lock component %d names partition %q but no table",
+					p.Catalog, i, comp.Partition)
+			}
+			r.Components = append(r.Components, comp)
+		}
+	}
+	if len(r.Components) == 0 {
+		return nil, false, false, badRequest("lock request without components")
+	}
+	if s.rules != RulesHive4 {
+		zeroWait, exclCTAS = false, false // Hive 3 has neither
+	}
+	return r, zeroWait, exclCTAS, nil
+}
+
+// Lock takes a lock over the given catalogs' parts: one record, one id, granted
+// together or not at all. The answer is ACQUIRED, WAITING (poll with
+// CheckLock) or, under Hive 4 rules, NOT_ACQUIRED for a zero-wait read or an
+// exclusive CTAS that would have to wait.
+func (s *Shim) Lock(ctx context.Context, parts ...Request) (*thriftgen.LockResponse, error) {
+	r, zeroWait, exclCTAS, err := s.record(parts)
+	if err != nil {
+		return nil, err
+	}
+	id, err := s.store.Create(ctx, r)
+	if err != nil {
+		return nil, s.storeFailure(OpAcquire, r.catalogs(), err)
+	}
+	r.ID, r.seq, r.version = id, uint32(id), 0
+	s.metrics.addActive(s.mode, 1)
+	resp, err := s.decide(ctx, r, true, zeroWait, exclCTAS)
+	s.count(OpAcquire, r, resp, err)
+	return resp, err
+}
+
+// CheckLock polls a lock: ACQUIRED once no earlier conflicting lock is left,
+// WAITING before. Like Hive's check_lock it also counts as a heartbeat.
+func (s *Shim) CheckLock(ctx context.Context, lockID int64) (*thriftgen.LockResponse, error) {
+	r, err := s.store.Get(ctx, lockID)
+	if errors.Is(err, ErrNotFound) {
+		s.metrics.event(OpCheckLock, "unknown", s.mode, ResultNoSuchLock)
+		return nil, noSuchLock(lockID)
+	}
+	if err != nil {
+		return nil, s.storeFailure(OpCheckLock, nil, err)
+	}
+	s.noteHandoff(OpCheckLock, r)
+	resp, err := s.decide(ctx, r, false, false, false)
+	s.count(OpCheckLock, r, resp, err)
+	return resp, err
+}
+
+// decide judges a record against every earlier lock and writes the outcome
+// (state, heartbeat) with compare-and-set, re-reading when it lost the race.
+func (s *Shim) decide(ctx context.Context, r *Record, atLock, zeroWait, exclCTAS bool) (*thriftgen.LockResponse, error) {
+	op := OpCheckLock
+	if atLock {
+		op = OpAcquire
+	}
+	id := r.ID
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			var err error
+			r, err = s.store.Get(ctx, id)
+			if errors.Is(err, ErrNotFound) {
+				return nil, noSuchLock(id)
+			}
+			if err != nil {
+				return nil, s.storeFailure(op, nil, err)
+			}
+		}
+		granted := r.State == stateAcquired || s.atOnce
+		var blockedBy *Record
+		var blockedComp Component
+		if !granted {
+			earlier, err := s.store.List(ctx, r.ID)
+			if err != nil {
+				return nil, s.storeFailure(op, r.catalogs(), err)
+			}
+			var found bool
+			blockedBy, blockedComp, found = s.rules.blocker(r, earlier, zeroWait)
+			granted = !found
+		}
+		if !granted && atLock && r.TxnID != 0 &&
+			(exclCTAS || (zeroWait && blockedComp.Type == thriftgen.LockType_SHARED_READ)) {
+			return s.refuse(ctx, r, blockedBy, exclCTAS)
+		}
+		now := s.now().UnixMilli()
+		changed := !atLock // check_lock always heartbeats
+		if granted && r.State != stateAcquired {
+			r.State, r.AcquiredMs, r.BlockedBy, changed = stateAcquired, now, 0, true
+		}
+		if !granted && r.BlockedBy != blockedBy.ID {
+			r.BlockedBy, changed = blockedBy.ID, true
+		}
+		if changed {
+			r.HeartbeatMs = now
+			err := s.store.Update(ctx, r)
+			if errors.Is(err, ErrChanged) && attempt < casAttempts {
+				continue
+			}
+			if errors.Is(err, ErrNotFound) {
+				return nil, noSuchLock(r.ID)
+			}
+			if err != nil {
+				return nil, s.storeFailure(op, r.catalogs(), err)
+			}
+		}
+		state := thriftgen.LockState_WAITING
+		if granted {
+			state = thriftgen.LockState_ACQUIRED
+		}
+		return &thriftgen.LockResponse{Lockid: r.ID, State: state}, nil
+	}
+}
+
+// refuse answers NOT_ACQUIRED and removes the lock (Hive 4's zero-wait read and exclusive CTAS).
+func (s *Shim) refuse(ctx context.Context, r, blockedBy *Record, exclCTAS bool) (*thriftgen.LockResponse, error) {
+	if err := s.store.Delete(ctx, r, false); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, s.storeFailure(OpAcquire, r.catalogs(), err)
+	}
+	s.metrics.addActive(s.mode, -1)
+	msg := "zero-wait read refused: an exclusive lock is held or queued first: " + blockedBy.describe()
+	if exclCTAS {
+		msg = "exclusive CTAS refused: another lock on the same name is held or queued first: " + blockedBy.describe()
+	}
+	return &thriftgen.LockResponse{Lockid: r.ID, State: thriftgen.LockState_NOT_ACQUIRED, ErrorMessage: &msg}, nil
+}
+
+// Unlock releases a lock. As in Hive, a granted lock of a transaction is not
+// unlocked but released with its transaction (TxnOpenException); a waiting one may be.
+func (s *Shim) Unlock(ctx context.Context, lockID int64) error {
+	for attempt := 0; ; attempt++ {
+		r, err := s.store.Get(ctx, lockID)
+		if errors.Is(err, ErrNotFound) {
+			s.metrics.event(OpUnlock, "unknown", s.mode, ResultNoSuchLock)
+			return noSuchLock(lockID)
+		}
+		if err != nil {
+			return s.storeFailure(OpUnlock, nil, err)
+		}
+		if attempt == 0 {
+			s.noteHandoff(OpUnlock, r)
+		}
+		if r.TxnID != 0 && r.State == stateAcquired {
+			s.eachCatalog(OpUnlock, r, ResultTxnOpen)
+			return &thriftgen.TxnOpenException{Message: fmt.Sprintf(
+				"Unlocking locks associated with transaction not permitted: lockid:%d belongs to txnid:%d and is "+
+					"released by commit_txn or abort_txn", lockID, r.TxnID)}
+		}
+		err = s.store.Delete(ctx, r, true)
+		if errors.Is(err, ErrChanged) && attempt < casAttempts {
+			continue
+		}
+		if errors.Is(err, ErrNotFound) {
+			s.eachCatalog(OpUnlock, r, ResultNoSuchLock)
+			return noSuchLock(lockID)
+		}
+		if err != nil {
+			return s.storeFailure(OpUnlock, r.catalogs(), err)
+		}
+		s.metrics.addActive(s.mode, -1)
+		s.eachCatalog(OpUnlock, r, ResultOK)
+		return nil
+	}
+}
+
+// Heartbeat keeps locks alive: the shim lock lockID (when it is a shim id) and
+// every shim lock of transaction txnID (when not 0; HiveServer2 heartbeats a
+// transaction with lockid 0). A shim id that names no live lock answers
+// NoSuchLockException; a transaction without shim locks is not an error (its
+// heartbeat is the default catalog's business).
+func (s *Shim) Heartbeat(ctx context.Context, lockID, txnID int64) error {
+	if IsShimLockID(lockID) {
+		if err := s.touch(ctx, lockID, true); err != nil {
+			return err
+		}
+	}
+	if txnID == 0 {
+		return nil
+	}
+	ids, err := s.store.TxnLocks(ctx, txnID)
+	if err != nil {
+		return s.storeFailure(OpHeartbeat, nil, err)
+	}
+	for _, id := range ids {
+		if id == lockID {
+			continue
+		}
+		if err := s.touch(ctx, id, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// touch moves a lock's heartbeat to now.
+func (s *Shim) touch(ctx context.Context, id int64, mustExist bool) error {
+	for attempt := 0; ; attempt++ {
+		r, err := s.store.Get(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			if !mustExist {
+				return nil // released meanwhile; the sweep drops its index entry
+			}
+			s.metrics.event(OpHeartbeat, "unknown", s.mode, ResultNoSuchLock)
+			return noSuchLock(id)
+		}
+		if err != nil {
+			return s.storeFailure(OpHeartbeat, nil, err)
+		}
+		if attempt == 0 {
+			s.noteHandoff(OpHeartbeat, r)
+		}
+		r.HeartbeatMs = s.now().UnixMilli()
+		err = s.store.Update(ctx, r)
+		if errors.Is(err, ErrChanged) && attempt < casAttempts {
+			continue
+		}
+		if errors.Is(err, ErrNotFound) {
+			if !mustExist {
+				return nil
+			}
+			s.eachCatalog(OpHeartbeat, r, ResultNoSuchLock)
+			return noSuchLock(id)
+		}
+		if err != nil {
+			return s.storeFailure(OpHeartbeat, r.catalogs(), err)
+		}
+		s.eachCatalog(OpHeartbeat, r, ResultOK)
+		return nil
+	}
+}
+
+// ReleaseTxn releases every shim lock of a transaction; the router calls it
+// when commit_txn or abort_txn of the default catalog succeeded. A transaction
+// without shim locks costs one index lookup.
+func (s *Shim) ReleaseTxn(ctx context.Context, txnID int64) error {
+	if txnID == 0 {
+		return nil
+	}
+	ids, err := s.store.TxnLocks(ctx, txnID)
+	if err != nil {
+		return s.storeFailure(OpReleaseTxn, nil, err)
+	}
+	var firstErr error
+	for _, id := range ids {
+		r, err := s.store.Get(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			firstErr = cmpErr(firstErr, s.storeFailure(OpReleaseTxn, nil, err))
+			continue
+		}
+		if r.TxnID != txnID {
+			continue // an index entry that does not match its record: leave it to the sweep
+		}
+		s.noteHandoff(OpReleaseTxn, r)
+		err = s.store.Delete(ctx, r, false)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			firstErr = cmpErr(firstErr, s.storeFailure(OpReleaseTxn, r.catalogs(), err))
+			continue
+		}
+		s.metrics.addActive(s.mode, -1)
+		s.eachCatalog(OpReleaseTxn, r, ResultOK)
+	}
+	return firstErr
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// Sweep expires locks whose heartbeats stopped longer than the timeout ago and
+// tidies the store; the background loop calls it every SweepInterval. It also
+// resynchronises the active-locks gauge.
+func (s *Shim) Sweep(ctx context.Context) (SweepResult, error) {
+	res, err := s.store.Sweep(ctx, s.now(), s.timeout)
+	for _, r := range res.Expired {
+		s.eachCatalog(OpCleanup, r, ResultExpired)
+	}
+	for i := 0; i < res.Foreign; i++ {
+		s.metrics.event(OpCleanup, "unknown", s.mode, ResultOrphan)
+	}
+	if err != nil {
+		return res, s.storeFailure(OpCleanup, nil, err)
+	}
+	s.metrics.setActive(s.mode, res.Active)
+	if len(res.Expired) > 0 || res.Foreign > 0 || res.OrphanIndex > 0 {
+		s.log.Info("synthetic lock sweep", "store", s.store.Describe(), "expired", len(res.Expired),
+			"foreign_removed", res.Foreign, "orphan_index_entries", res.OrphanIndex, "empty_txn_folders", res.EmptyTxns,
+			"active", res.Active)
+	}
+	for _, r := range res.Expired {
+		s.log.Debug("synthetic lock expired", "lock", r.describe(), "owner", r.Owner)
+	}
+	return res, nil
+}
+
+func (s *Shim) sweepLoop() {
+	defer close(s.done)
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), max(s.interval, time.Minute))
+			if _, err := s.Sweep(ctx); err != nil {
+				s.log.Warn("synthetic lock sweep failed; expired locks stay until the next sweep", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// storeFailure counts a store failure and gives it back (as a *StoreError).
+func (s *Shim) storeFailure(op string, catalogs []string, err error) error {
+	var se *StoreError
+	if !errors.As(err, &se) {
+		se = &StoreError{Store: s.store.Describe(), Op: op, Exception: exceptionOf(err), Err: err}
+	}
+	s.metrics.failure(op, s.mode, se.Exception)
+	if len(catalogs) == 0 {
+		catalogs = []string{"unknown"}
+	}
+	for _, c := range catalogs {
+		s.metrics.event(op, c, s.mode, ResultError)
+	}
+	return se
+}
+
+func (s *Shim) eachCatalog(op string, r *Record, result string) {
+	for _, c := range r.catalogs() {
+		s.metrics.event(op, c, s.mode, result)
+	}
+}
+
+// count records the outcome of lock or check_lock (failures were counted where they happened).
+func (s *Shim) count(op string, r *Record, resp *thriftgen.LockResponse, err error) {
+	if err != nil {
+		var nsl *thriftgen.NoSuchLockException
+		if errors.As(err, &nsl) {
+			s.eachCatalog(op, r, ResultNoSuchLock)
+		}
+		return
+	}
+	switch resp.State {
+	case thriftgen.LockState_ACQUIRED:
+		s.eachCatalog(op, r, ResultAcquired)
+	case thriftgen.LockState_WAITING:
+		s.eachCatalog(op, r, ResultWaiting)
+	default:
+		s.eachCatalog(op, r, ResultNotAcquired)
+	}
+}
+
+func (s *Shim) noteHandoff(op string, r *Record) {
+	if r.Owner != "" && r.Owner != s.instance {
+		for _, c := range r.catalogs() {
+			s.metrics.handoff(op, c, s.mode)
+		}
+	}
+}
