@@ -30,3 +30,34 @@ func TestKDCIssuesTickets(t *testing.T) {
 		t.Fatalf("ktadd of a missing principal: %v", err)
 	}
 }
+
+// TestKerberizedMetastore starts a Kerberized real Hive 3.1.3 metastore (privacy) and has the real Java client log
+// in from a keytab and list databases over SASL/GSSAPI; a client without a login is refused.
+func TestKerberizedMetastore(t *testing.T) {
+	k := StartKDCT(t, KDCOptions{})
+	hiveKT, err := k.PrincipalKeytab("hive.keytab", "hive/localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	aliceKT, err := k.PrincipalKeytab("alice.keytab", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := StartMetastoreWithT(t, Hive313, MetastoreOptions{Kerberos: &MetastoreKerberos{
+		KDC: k, Principal: k.Principal("hive/localhost"), Keytab: hiveKT, Protection: "privacy"}})
+	kc := KerberosClient{KDC: k, Principal: k.Principal("alice"), Keytab: aliceKT,
+		ServerPrincipal: k.Principal("hive/_HOST"), Protection: "privacy"}
+	steps := RunScenarioT(t, Hive313, m.URI, "version", kc.Args()...)
+	var login, dbs bool
+	for _, s := range steps {
+		login = login || (s.Step == "kerberosLogin" && strings.Contains(s.Detail, "alice@"+k.Realm))
+		dbs = dbs || (s.Step == "getAllDatabases" && strings.Contains(s.Detail, "default"))
+	}
+	if !login || !dbs {
+		t.Fatalf("want a kerberosLogin step for alice and getAllDatabases listing default; got %v", steps)
+	}
+	// the same client without Kerberos speaks plain Thrift to a SASL port and fails
+	if _, err := RunScenario(Hive313, m.URI, "version"); err == nil {
+		t.Fatal("a plain client was served by a Kerberized metastore")
+	}
+}
