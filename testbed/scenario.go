@@ -154,12 +154,18 @@ type KerberosClient struct {
 	Protection string
 	// Conf are more client settings, key=value.
 	Conf []string
+	// NoLogin configures Kerberos but skips the login: a client without credentials.
+	NoLogin bool
 }
 
 // Args renders the driver's security arguments.
 func (k KerberosClient) Args() []string {
-	a := []string{"--principal", k.Principal, "--keytab", k.Keytab, "--krb5-conf", k.KDC.Krb5Conf,
-		"--server-principal", k.ServerPrincipal}
+	a := []string{"--principal", k.Principal, "--krb5-conf", k.KDC.Krb5Conf, "--server-principal", k.ServerPrincipal}
+	if k.NoLogin {
+		a = append(a, "--no-login")
+	} else {
+		a = append(a, "--keytab", k.Keytab)
+	}
 	if k.Protection != "" {
 		a = append(a, "--conf", "hadoop.rpc.protection="+k.Protection)
 	}

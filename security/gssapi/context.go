@@ -62,17 +62,34 @@ func parseContextToken(b []byte) ([2]byte, []byte, error) {
 	if len(b) < 2 || b[0] != 0x60 {
 		return id, nil, errors.New("not a GSS-API context token (no 0x60 header)")
 	}
-	n := asn1tools.GetNumberBytesInLengthHeader(b)
-	l := asn1tools.GetLengthFromASN(b)
-	if n < 2 || l < 0 || n+l != len(b) {
-		return id, nil, fmt.Errorf("GSS-API context token length %d does not match its %d bytes", l, len(b))
+	n, l, ok := derLength(b[1:])
+	if !ok || 1+n+l != len(b) {
+		return id, nil, fmt.Errorf("GSS-API context token: bad length header for its %d bytes", len(b))
 	}
-	body := b[n:]
+	body := b[1+n:]
 	if !bytes.HasPrefix(body, krb5OID) || len(body) < len(krb5OID)+2 {
 		return id, nil, errors.New("GSS-API context token is not for the Kerberos V5 mechanism")
 	}
 	copy(id[:], body[len(krb5OID):])
 	return id, body[len(krb5OID)+2:], nil
+}
+
+// derLength reads a DER length: the bytes it takes and its value.
+func derLength(b []byte) (n, l int, ok bool) {
+	if len(b) == 0 {
+		return 0, 0, false
+	}
+	if b[0] < 0x80 {
+		return 1, int(b[0]), true
+	}
+	k := int(b[0] & 0x7f)
+	if k == 0 || k > 4 || len(b) < 1+k {
+		return 0, 0, false
+	}
+	for _, c := range b[1 : 1+k] {
+		l = l<<8 | int(c)
+	}
+	return 1 + k, l, l >= 0
 }
 
 // encAPRepPart is EncAPRepPart without the subkey: the acceptor never sends

@@ -11,6 +11,8 @@ import org.apache.hadoop.security.UserGroupInformation;
  * UserGroupInformation, as HiveServer2 and Spark do) and every HiveMetaStoreClient it opens uses SASL/GSSAPI
  * (metastore.sasl.enabled=true) to the service principal --server-principal (hive.metastore.kerberos.principal,
  * _HOST allowed). --conf key=value (repeatable) adds client settings, e.g. --conf hadoop.rpc.protection=privacy.
+ * --no-login keeps all of that but skips the keytab login (a Kerberos client without credentials, for negative
+ * tests).
  */
 final class Security {
   /** Settings added to every client configuration (Hms.open). */
@@ -36,7 +38,8 @@ final class Security {
     if (principal == null) {
       return;
     }
-    final String keytab = args.require("keytab");
+    final boolean login = !args.flag("no-login");
+    final String keytab = login ? args.require("keytab") : null;
     final String krb5 = args.require("krb5-conf");
     final String server = args.require("server-principal");
     // before any Kerberos class reads its configuration
@@ -54,6 +57,9 @@ final class Security {
         conf.set(e.getKey(), e.getValue());
       }
       UserGroupInformation.setConfiguration(conf);
+      if (!login) {
+        return "skipped (--no-login): " + UserGroupInformation.getCurrentUser();
+      }
       UserGroupInformation.loginUserFromKeytab(principal, keytab);
       UserGroupInformation u = UserGroupInformation.getLoginUser();
       return u.getUserName() + " (" + u.getAuthenticationMethod() + ", kerberos credentials: "
