@@ -2,6 +2,7 @@ package gssapi
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"net"
 	"slices"
@@ -58,6 +59,10 @@ func TestJavaClientsAuthenticate(t *testing.T) {
 					t.Fatalf("QOP %s with layer %v", p.qop, res[0].Layer)
 				}
 				t.Logf("calls the Java %s client made: %v", v, calls)
+				h.mu.Lock()
+				stream := h.taps[0].bytes()
+				h.mu.Unlock()
+				checkJavaStream(t, stream, p.qop)
 			})
 		}
 	}
@@ -180,5 +185,51 @@ func TestGoInitiatorToGoAcceptor(t *testing.T) {
 	if st := l.Status(); st.State != "ACTIVE" || !st.LoggedIn || !st.Healthy || st.Principal != r.aliceP ||
 		st.SecondsUntilExpiry == nil || *st.SecondsUntilExpiry <= 0 || st.TGTExpiresAtEpochSecond <= time.Now().Unix() {
 		t.Fatalf("login status %+v", st)
+	}
+}
+
+// checkJavaStream checks what the real Java client sent, frame by frame, against the formats this package
+// implements: START "GSSAPI"; OK + GSS AP-REQ; OK + empty (after our AP-REP); COMPLETE + an integrity-only wrap token
+// of 4 bytes (05 04 00 ff, EC 12, RRC 0); then data frames that are plain Thrift (auth), integrity tokens
+// (05 04 00 ff 00 0c 00 00) or sealed tokens (05 04 02 ff 00 00 00 00).
+func checkJavaStream(t *testing.T, b []byte, qop sasl.QOP) {
+	t.Helper()
+	next := func(n int) []byte {
+		if len(b) < n {
+			t.Fatalf("client stream ends early (%d bytes left, want %d)", len(b), n)
+		}
+		out := b[:n]
+		b = b[n:]
+		return out
+	}
+	type neg struct {
+		status byte
+		check  func(p []byte) bool
+		what   string
+	}
+	for _, f := range []neg{
+		{1, func(p []byte) bool { return string(p) == "GSSAPI" }, "START GSSAPI"},
+		{2, func(p []byte) bool { id, _, err := parseContextToken(p); return err == nil && id == tokAPReq }, "OK + AP-REQ"},
+		{2, func(p []byte) bool { return len(p) == 0 }, "OK + empty"},
+		{5, func(p []byte) bool { return len(p) == 32 && string(p[:8]) == "\x05\x04\x00\xff\x00\x0c\x00\x00" }, "COMPLETE + layer choice"},
+	} {
+		h := next(5)
+		p := next(int(binary.BigEndian.Uint32(h[1:])))
+		if h[0] != f.status || !f.check(p) {
+			t.Fatalf("Java client frame %q: status %d payload % x", f.what, h[0], p[:min(len(p), 24)])
+		}
+	}
+	want := map[sasl.QOP]string{sasl.QOPAuth: "\x80\x01\x00", // a strict TBinaryProtocol envelope sasl.QOPAuthInt: "\x05\x04\x00\xff\x00\x0c\x00\x00",
+		sasl.QOPAuthConf: "\x05\x04\x02\xff\x00\x00\x00\x00"}[qop]
+	frames := 0
+	for len(b) > 0 {
+		p := next(int(binary.BigEndian.Uint32(next(4))))
+		if !strings.HasPrefix(string(p), want) {
+			t.Fatalf("Java %s data frame %d starts % x, want % x", qop, frames, p[:min(len(p), 8)], want)
+		}
+		frames++
+	}
+	if frames == 0 {
+		t.Fatal("the Java client sent no data frame")
 	}
 }

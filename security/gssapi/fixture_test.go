@@ -88,7 +88,29 @@ type hmsServer struct {
 	hsErrs  []error
 	dataErr []error
 	calls   []string
+	taps    []*tapConn // what each client sent, raw
 	wg      sync.WaitGroup
+}
+
+// tapConn records the bytes a client sent (the raw SASL stream).
+type tapConn struct {
+	net.Conn
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (c *tapConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.mu.Lock()
+	c.buf = append(c.buf, p[:n]...)
+	c.mu.Unlock()
+	return n, err
+}
+
+func (c *tapConn) bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]byte(nil), c.buf...)
 }
 
 func startHMS(t *testing.T, srv *sasl.Server) *hmsServer {
@@ -122,7 +144,11 @@ func (h *hmsServer) uri() string  { return "thrift://" + h.addr() }
 
 var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
 
-func (h *hmsServer) serve(c net.Conn) {
+func (h *hmsServer) serve(raw net.Conn) {
+	c := &tapConn{Conn: raw}
+	h.mu.Lock()
+	h.taps = append(h.taps, c)
+	h.mu.Unlock()
 	sc, res, err := h.srv.Accept(c)
 	h.mu.Lock()
 	if err != nil {
