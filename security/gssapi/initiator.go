@@ -13,6 +13,7 @@ import (
 	"github.com/jcmturner/gokrb5/v8/messages"
 	"github.com/jcmturner/gokrb5/v8/types"
 
+	"github.com/hms-proxy/hms-proxy/security/kerberos"
 	"github.com/hms-proxy/hms-proxy/security/sasl"
 )
 
@@ -28,7 +29,7 @@ type InitiatorOptions struct {
 	// hadoop.rpc.protection); empty means auth.
 	QOPs []sasl.QOP
 	// CanonicalHost maps a dialled host to the name _HOST becomes (nil:
-	// kerberos.CanonicalHost-like reverse lookup, lower case).
+	// kerberos.CanonicalHost, the reverse lookup Hive 3's client does).
 	CanonicalHost func(host string) (string, error)
 	// HandshakeTimeout bounds dial plus negotiation when the context has no
 	// deadline (sasl.DefaultHandshakeTimeout).
@@ -62,27 +63,12 @@ func NewInitiator(o InitiatorOptions) (*Initiator, error) {
 		}
 	}
 	if o.CanonicalHost == nil {
-		o.CanonicalHost = reverseLookup
+		o.CanonicalHost = kerberos.CanonicalHost
 	}
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = sasl.DefaultHandshakeTimeout
 	}
 	return &Initiator{o: o, realm: realm}, nil
-}
-
-// reverseLookup is Java's InetAddress.getCanonicalHostName as Hadoop uses
-// it: the first name the host's address maps back to, lower case; the
-// address itself when it has none.
-func reverseLookup(host string) (string, error) {
-	ips, err := net.LookupIP(host)
-	if err != nil {
-		return "", fmt.Errorf("resolving %s: %w", host, err)
-	}
-	names, err := net.LookupAddr(ips[0].String())
-	if err != nil || len(names) == 0 {
-		return strings.ToLower(host), nil
-	}
-	return strings.ToLower(strings.TrimSuffix(names[0], ".")), nil
 }
 
 // ServicePrincipal is the principal used for host: _HOST replaced by the
