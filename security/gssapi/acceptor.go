@@ -35,6 +35,7 @@ const (
 	ReasonAuthzID       = "authzid"   // the client asked to act as someone else
 	ReasonIntegrity     = "integrity" // a handshake wrap token failed its checks
 	ReasonUnexpectedMsg = "unexpected_message"
+	ReasonAuthToLocal   = "auth_to_local" // the principal maps to no user
 )
 
 // peerFailure is what the client sees in the BAD frame, as a Hive metastore
@@ -63,6 +64,10 @@ type AcceptorOptions struct {
 	MaxClockSkew time.Duration
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// Authorize, when set, is asked about the client principal before the
+	// exchange completes (auth_to_local mapping); an error refuses the client
+	// with BAD and reason "auth_to_local".
+	Authorize func(principal string) error
 }
 
 // Acceptor verifies Java/MIT GSSAPI clients against a keytab. It is safe for
@@ -278,6 +283,11 @@ func (m *acceptorMech) choose(tok []byte) ([]byte, bool, error) {
 	authz := string(msg[4:])
 	if authz != "" && authz != m.client {
 		return nil, false, fail(ReasonAuthzID, "%s asked to act as %q", m.client, authz)
+	}
+	if m.a.o.Authorize != nil {
+		if err := m.a.o.Authorize(m.client); err != nil {
+			return nil, false, fail(ReasonAuthToLocal, "%s: %v", m.client, err)
+		}
 	}
 	res := sasl.Result{Mechanism: Mechanism, Principal: m.client, AuthzID: authz}
 	switch {

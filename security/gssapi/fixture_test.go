@@ -14,6 +14,7 @@ import (
 	"github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 
+	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/security/sasl"
 	"github.com/hms-proxy/hms-proxy/testbed"
 	"github.com/hms-proxy/hms-proxy/wire"
@@ -83,6 +84,7 @@ func (r *realm) aliceLogin(t *testing.T) *Login {
 type hmsServer struct {
 	ln      net.Listener
 	srv     *sasl.Server
+	fd      *FrontDoor // when set, connections go through FrontDoor.Accept and its user mapping
 	mu      sync.Mutex
 	results []sasl.Result
 	hsErrs  []error
@@ -113,13 +115,15 @@ func (c *tapConn) bytes() []byte {
 	return append([]byte(nil), c.buf...)
 }
 
-func startHMS(t *testing.T, srv *sasl.Server) *hmsServer {
+func startHMS(t *testing.T, srv *sasl.Server) *hmsServer { return startHMSWith(t, srv, nil) }
+
+func startHMSWith(t *testing.T, srv *sasl.Server, fd *FrontDoor) *hmsServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &hmsServer{ln: ln, srv: srv}
+	h := &hmsServer{ln: ln, srv: srv, fd: fd}
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
@@ -149,7 +153,19 @@ func (h *hmsServer) serve(raw net.Conn) {
 	h.mu.Lock()
 	h.taps = append(h.taps, c)
 	h.mu.Unlock()
-	sc, res, err := h.srv.Accept(c)
+	var sc net.Conn
+	var res sasl.Result
+	var err error
+	user := ""
+	if h.fd != nil {
+		var id *security.Identity
+		if sc, id, res, err = h.fd.Accept(c); err == nil {
+			user = "user_" + id.User
+		}
+	} else if sc, res, err = h.srv.Accept(c); err == nil {
+		short, _, _ := strings.Cut(res.Principal, "@")
+		user = "user_" + nonWord.ReplaceAllString(strings.ToLower(short), "_")
+	}
 	h.mu.Lock()
 	if err != nil {
 		h.hsErrs = append(h.hsErrs, err)
@@ -161,8 +177,6 @@ func (h *hmsServer) serve(raw net.Conn) {
 		return
 	}
 	defer sc.Close()
-	short, _, _ := strings.Cut(res.Principal, "@")
-	user := "user_" + nonWord.ReplaceAllString(strings.ToLower(short), "_")
 	br := bufio.NewReaderSize(sc, 64<<10)
 	bw := bufio.NewWriterSize(sc, 64<<10)
 	for {
