@@ -1,6 +1,8 @@
 package testbed
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -29,11 +31,23 @@ func TestKDCIssuesTickets(t *testing.T) {
 	if _, err := k.Keytab("x.keytab", "nobody"); err == nil || !strings.Contains(err.Error(), "nobody") {
 		t.Fatalf("ktadd of a missing principal: %v", err)
 	}
+	// Stop ends the krb5kdc process: nothing listens on its port any more
+	k.Stop()
+	if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", k.Port), time.Second); err == nil {
+		c.Close()
+		t.Fatalf("something still listens on the stopped KDC's port %d", k.Port)
+	}
 }
 
-// TestKerberizedMetastore starts a Kerberized real Hive 3.1.3 metastore (privacy) and has the real Java client log
-// in from a keytab and list databases over SASL/GSSAPI; a client without a login is refused.
+// TestKerberizedMetastore starts a Kerberized real Hive metastore (3.1.3 and 4.1.0, privacy) and has the real Java
+// client of the same version log in from a keytab and list databases over SASL/GSSAPI; a plain client is refused.
 func TestKerberizedMetastore(t *testing.T) {
+	for _, v := range []Version{Hive313, Hive410} {
+		t.Run(string(v), func(t *testing.T) { testKerberizedMetastore(t, v) })
+	}
+}
+
+func testKerberizedMetastore(t *testing.T, v Version) {
 	k := StartKDCT(t, KDCOptions{})
 	hiveKT, err := k.PrincipalKeytab("hive.keytab", "hive/localhost")
 	if err != nil {
@@ -43,11 +57,15 @@ func TestKerberizedMetastore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := StartMetastoreWithT(t, Hive313, MetastoreOptions{Kerberos: &MetastoreKerberos{
+	m := StartMetastoreWithT(t, v, MetastoreOptions{Kerberos: &MetastoreKerberos{
 		KDC: k, Principal: k.Principal("hive/localhost"), Keytab: hiveKT, Protection: "privacy"}})
 	kc := KerberosClient{KDC: k, Principal: k.Principal("alice"), Keytab: aliceKT,
 		ServerPrincipal: k.Principal("hive/_HOST"), Protection: "privacy"}
-	steps := RunScenarioT(t, Hive313, m.URI, "version", kc.Args()...)
+	uri := m.URI
+	if v == Hive410 {
+		uri = fmt.Sprintf("thrift://localhost:%d", m.Port) // Hive 4.1's client puts the URI host in for _HOST
+	}
+	steps := RunScenarioT(t, v, uri, "version", kc.Args()...)
 	var login, dbs bool
 	for _, s := range steps {
 		login = login || (s.Step == "kerberosLogin" && strings.Contains(s.Detail, "alice@"+k.Realm))
@@ -57,7 +75,7 @@ func TestKerberizedMetastore(t *testing.T) {
 		t.Fatalf("want a kerberosLogin step for alice and getAllDatabases listing default; got %v", steps)
 	}
 	// the same client without Kerberos speaks plain Thrift to a SASL port and fails
-	if _, err := RunScenario(Hive313, m.URI, "version"); err == nil {
+	if _, err := RunScenario(v, m.URI, "version"); err == nil {
 		t.Fatal("a plain client was served by a Kerberized metastore")
 	}
 }
