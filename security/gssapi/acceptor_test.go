@@ -3,6 +3,7 @@ package gssapi
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"net"
 	"slices"
@@ -62,7 +63,13 @@ func TestJavaClientsAuthenticate(t *testing.T) {
 				h.mu.Lock()
 				stream := h.taps[0].bytes()
 				h.mu.Unlock()
-				checkJavaStream(t, stream, p.qop)
+				first := checkJavaStream(t, stream, p.qop)
+				if l, ok := res[0].Layer.(*Layer); ok {
+					v := javaVector{Client: string(v), QOP: string(p.qop), KeyType: l.key.KeyType,
+						Key: hex.EncodeToString(l.key.KeyValue), Token: hex.EncodeToString(first)}
+					checkJavaVector(t, v) // decoded offline, with a fresh layer, like the stored vectors
+					recordJavaVector(t, v)
+				}
 			})
 		}
 	}
@@ -196,7 +203,7 @@ func TestGoInitiatorToGoAcceptor(t *testing.T) {
 // implements: START "GSSAPI"; OK + GSS AP-REQ; OK + empty (after our AP-REP); COMPLETE + an integrity-only wrap token
 // of 4 bytes (05 04 00 ff, EC 12, RRC 0); then data frames that are plain Thrift (auth), integrity tokens
 // (05 04 00 ff 00 0c 00 00) or sealed tokens (05 04 02 ff 00 00 00 00).
-func checkJavaStream(t *testing.T, b []byte, qop sasl.QOP) {
+func checkJavaStream(t *testing.T, b []byte, qop sasl.QOP) (firstData []byte) {
 	t.Helper()
 	next := func(n int) []byte {
 		if len(b) < n {
@@ -231,9 +238,13 @@ func checkJavaStream(t *testing.T, b []byte, qop sasl.QOP) {
 		if !strings.HasPrefix(string(p), want) {
 			t.Fatalf("Java %s data frame %d starts % x, want % x", qop, frames, p[:min(len(p), 8)], want)
 		}
+		if frames == 0 {
+			firstData = p
+		}
 		frames++
 	}
 	if frames == 0 {
 		t.Fatal("the Java client sent no data frame")
 	}
+	return firstData
 }

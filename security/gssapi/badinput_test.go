@@ -259,3 +259,45 @@ func TestTamperedDataFrame(t *testing.T) {
 		t.Fatalf("tampered calls were served: %v", calls)
 	}
 }
+
+// TestNonMutualClient: a client that does not ask for mutual authentication (the flow Go Kafka/ZooKeeper clients
+// use against Java servers: no AP-REP) gets the layer offer at once, with the acceptor's sequence starting at the
+// initiator's, as Java's and MIT's acceptors do.
+func TestNonMutualClient(t *testing.T) {
+	r := newRealm(t, testbed.KDCOptions{})
+	l := r.aliceLogin(t)
+	tkt, key, err := l.ServiceTicket("hive/localhost", r.kdc.Realm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cname, crealm, _ := l.credentials()
+	tok, auth, err := buildAPReqFlags(tkt, key, cname, crealm, gssFlagInteg|gssFlagConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mech, _ := r.acceptor(t, "integrity").Factory()()
+	mech.(sasl.PeerAware).SetPeer("127.0.0.1:1")
+	offer, done, err := mech.Step(tok)
+	if err != nil || done {
+		t.Fatalf("AP-REQ: %v %v", done, err)
+	}
+	seq := uint64(auth.SeqNumber)
+	ini, err := NewLayer(auth.SubKey, false, false, false, seq, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := ini.unwrapAny(offer)
+	if err != nil {
+		t.Fatalf("the first answer is not the layer offer: %v", err)
+	}
+	if len(msg) != 4 || msg[0] != layerIntegrity {
+		t.Fatalf("offer % x", msg)
+	}
+	reply, _ := ini.wrapIntegrity(securityMessage(layerIntegrity, 65536, ""))
+	if _, done, err := mech.Step(reply); err != nil || !done {
+		t.Fatalf("layer choice: %v %v", done, err)
+	}
+	if res := mech.Result(); res.Principal != r.aliceP || res.QOP != sasl.QOPAuthInt {
+		t.Fatalf("result %+v", res)
+	}
+}

@@ -177,6 +177,10 @@ func (m *initiatorMech) Start() ([]byte, error) {
 // buildAPReq makes the framed AP-REQ for a ticket: a fresh authenticator with
 // subkey and sequence number and the 0x8003 checksum flags Java sends.
 func buildAPReq(tkt messages.Ticket, key types.EncryptionKey, cname types.PrincipalName, crealm string) ([]byte, types.Authenticator, error) {
+	return buildAPReqFlags(tkt, key, cname, crealm, gssFlagMutual|gssFlagReplay|gssFlagSequence|gssFlagConf|gssFlagInteg)
+}
+
+func buildAPReqFlags(tkt messages.Ticket, key types.EncryptionKey, cname types.PrincipalName, crealm string, flags uint32) ([]byte, types.Authenticator, error) {
 	auth, err := types.NewAuthenticator(crealm, cname)
 	if err != nil {
 		return nil, auth, err
@@ -188,7 +192,7 @@ func buildAPReq(tkt messages.Ticket, key types.EncryptionKey, cname types.Princi
 	if err := auth.GenerateSeqNumberAndSubKey(key.KeyType, et.GetKeyByteSize()); err != nil {
 		return nil, auth, err
 	}
-	auth.Cksum = gssChecksum(gssFlagMutual | gssFlagReplay | gssFlagSequence | gssFlagConf | gssFlagInteg)
+	auth.Cksum = gssChecksum(flags)
 	req, err := messages.NewAPReq(tkt, key, auth)
 	if err != nil {
 		return nil, auth, err
