@@ -17,6 +17,11 @@ const (
 	// SetUGI: the client asserted a user with set_ugi; unauthenticated, as
 	// on a metastore without SASL.
 	SetUGI Mechanism = "set_ugi"
+	// Kerberos: the front door's SASL GSSAPI verified a Kerberos ticket; User
+	// is the principal mapped by auth_to_local.
+	Kerberos Mechanism = "kerberos"
+	// Token: SASL DIGEST-MD5 with a delegation token; User is its owner.
+	Token Mechanism = "token"
 )
 
 // Identity is who a request runs for. It is immutable once published: a

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -29,8 +30,31 @@ type Metastore struct {
 	URI     string // thrift://127.0.0.1:PORT
 	Dir     string
 
+	// Kerberos is set when the metastore was started Kerberized (StartMetastoreWith).
+	Kerberos *MetastoreKerberos
+
 	mu   sync.Mutex
 	proc *jvm
+}
+
+// MetastoreOptions are the settings of StartMetastoreWith beyond the Hive version.
+type MetastoreOptions struct {
+	// Kerberos, when set, starts the metastore with SASL/GSSAPI (hive.metastore.sasl.enabled=true).
+	Kerberos *MetastoreKerberos
+}
+
+// MetastoreKerberos makes a Kerberized metastore: hive.metastore.sasl.enabled=true, its service principal and
+// keytab, hadoop.rpc.protection, hadoop.security.authentication=kerberos in a core-site.xml on its classpath and the
+// realm's krb5.conf (-Djava.security.krb5.conf).
+type MetastoreKerberos struct {
+	KDC *KDC
+	// Principal is the metastore's principal (hive.metastore.kerberos.principal), e.g. "hive/localhost@REALM";
+	// "_HOST" is allowed (Hive replaces it with the canonical name of this host).
+	Principal string
+	// Keytab holds the principal's key (hive.metastore.kerberos.keytab.file).
+	Keytab string
+	// Protection is hadoop.rpc.protection: authentication (default), integrity, privacy or a comma list.
+	Protection string
 }
 
 // RunProperty is the system property put on every JVM the test bed starts; its value is the run marker
@@ -81,7 +105,10 @@ var errPortTaken = errors.New("port already in use")
 
 // StartMetastore starts a real Hive metastore of version v and waits until it answers a Thrift call.
 // Stop it with Stop (TestMain users: also on every exit path). Errors carry the tail of the metastore log.
-func StartMetastore(v Version) (*Metastore, error) {
+func StartMetastore(v Version) (*Metastore, error) { return StartMetastoreWith(v, MetastoreOptions{}) }
+
+// StartMetastoreWith is StartMetastore with options (a Kerberized metastore).
+func StartMetastoreWith(v Version, o MetastoreOptions) (*Metastore, error) {
 	if err := v.valid(); err != nil {
 		return nil, err
 	}
@@ -96,7 +123,10 @@ func StartMetastore(v Version) (*Metastore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testbed: %w", err)
 	}
-	m := &Metastore{Version: v, Dir: dir}
+	m := &Metastore{Version: v, Dir: dir, Kerberos: o.Kerberos}
+	if k := o.Kerberos; k != nil && (k.KDC == nil || k.Principal == "" || k.Keytab == "") {
+		return nil, fmt.Errorf("testbed: a Kerberized metastore needs a KDC, a principal and a keytab (got %+v)", *k)
+	}
 	if err := m.initDir(); err != nil {
 		return nil, err
 	}
@@ -164,8 +194,14 @@ func StartMetastoresT(t testing.TB, vs ...Version) []*Metastore {
 // Fails t when the metastore cannot start; skips t only when HMS_PROXY_SKIP_REAL_HIVE=1.
 func StartMetastoreT(t testing.TB, v Version) *Metastore {
 	t.Helper()
+	return StartMetastoreWithT(t, v, MetastoreOptions{})
+}
+
+// StartMetastoreWithT is StartMetastoreT with options.
+func StartMetastoreWithT(t testing.TB, v Version, o MetastoreOptions) *Metastore {
+	t.Helper()
 	skipIfRequested(t)
-	m, err := StartMetastore(v)
+	m, err := StartMetastoreWith(v, o)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -242,6 +278,13 @@ func (m *Metastore) initDir() error {
 	if err := os.WriteFile(filepath.Join(m.Dir, "conf", "metastore-site.xml"), siteXML(m.conf()), 0o644); err != nil {
 		return fmt.Errorf("testbed: %w", err)
 	}
+	if k := m.Kerberos; k != nil {
+		// UserGroupInformation reads core-site.xml: without kerberos here Hive refuses to start a secure server
+		core := []string{"hadoop.security.authentication=kerberos", "hadoop.rpc.protection=" + protection(k)}
+		if err := os.WriteFile(filepath.Join(m.Dir, "conf", "core-site.xml"), siteXML(core), 0o644); err != nil {
+			return fmt.Errorf("testbed: %w", err)
+		}
+	}
 	return writeOwner(m.Dir)
 }
 
@@ -295,6 +338,15 @@ func (m *Metastore) conf() []string {
 		// object store serializes its transactions, as Hive's TxnHandler already does on Derby.
 		"datanucleus.connectionPool.maxPoolSize=1",
 	}
+	if k := m.Kerberos; k != nil {
+		c = append(c,
+			"metastore.sasl.enabled=true",
+			"metastore.kerberos.principal="+k.Principal,
+			"metastore.kerberos.keytab.file="+k.Keytab,
+			"hadoop.security.authentication=kerberos",
+			"hadoop.rpc.protection="+protection(k),
+		)
+	}
 	switch m.Version {
 	case Hive313:
 		// the default list names repl.DumpDirCleanerTask, which lives in hive-exec
@@ -342,7 +394,11 @@ func (m *Metastore) start() error {
 		"-Dlog4j.configurationFile="+filepath.Join(m.Dir, "log4j2.properties"),
 		"-Dlog4j2.configurationFile="+filepath.Join(m.Dir, "log4j2.properties"),
 		"-Dderby.stream.error.file="+filepath.Join(m.Dir, "derby.log"),
-		"-Djava.io.tmpdir="+filepath.Join(m.Dir, "tmp"),
+		"-Djava.io.tmpdir="+filepath.Join(m.Dir, "tmp"))
+	if k := m.Kerberos; k != nil {
+		args = append(args, "-Djava.security.krb5.conf="+k.KDC.Krb5Conf)
+	}
+	args = append(args,
 		"-cp", filepath.Join(m.Dir, "conf")+string(filepath.ListSeparator)+filepath.Join(libDir(m.Version), "*"),
 		"org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", strconv.Itoa(m.Port))
 	logf, err := os.OpenFile(m.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -368,6 +424,46 @@ func (m *Metastore) start() error {
 	m.mu.Lock()
 	m.proc = p
 	m.mu.Unlock()
+	return nil
+}
+
+func protection(k *MetastoreKerberos) string {
+	if k.Protection == "" {
+		return "authentication"
+	}
+	return k.Protection
+}
+
+// saslAnswers checks that a Kerberized metastore's SASL server runs: it sends START for a mechanism Hive does not
+// offer and expects Hive's BAD frame ("Unsupported mechanism type"), which only the serving TSaslServerTransport
+// sends.
+func saslAnswers(addr string, timeout time.Duration) error {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	mech := "HMSBED-PROBE"
+	frame := append([]byte{1, 0, 0, 0, byte(len(mech))}, mech...)
+	if _, err := c.Write(frame); err != nil {
+		return err
+	}
+	hdr := make([]byte, 5)
+	if _, err := io.ReadFull(c, hdr); err != nil {
+		return fmt.Errorf("no SASL answer: %w", err)
+	}
+	n := int(hdr[1])<<24 | int(hdr[2])<<16 | int(hdr[3])<<8 | int(hdr[4])
+	if hdr[0] != 3 || n > 4096 {
+		return fmt.Errorf("unexpected SASL answer status %d length %d", hdr[0], n)
+	}
+	msg := make([]byte, n)
+	if _, err := io.ReadFull(c, msg); err != nil {
+		return err
+	}
+	if !strings.Contains(string(msg), "Unsupported mechanism type") {
+		return fmt.Errorf("unexpected SASL BAD text %q", msg)
+	}
 	return nil
 }
 
@@ -397,14 +493,19 @@ func (m *Metastore) waitReady(p *jvm, logOffset int64) error {
 				return fail("failed to start ("+marker+")", nil)
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := getAllDatabases(ctx, addr, 5*time.Second)
-		cancel()
+		var err error
+		if m.Kerberos != nil {
+			err = saslAnswers(addr, 5*time.Second)
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err = getAllDatabases(ctx, addr, 5*time.Second)
+			cancel()
+		}
 		if err == nil && !p.exited() {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fail(fmt.Sprintf("did not answer get_all_databases within %v (last error: %v)", timeout, err), nil)
+			return fail(fmt.Sprintf("did not answer (get_all_databases, or a SASL START when Kerberized) within %v (last error: %v)", timeout, err), nil)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}

@@ -141,3 +141,36 @@ func RunScenarioT(t testing.TB, client Version, uri, scenario string, args ...st
 	}
 	return steps
 }
+
+// KerberosClient makes the driver log in from a keytab and talk SASL/GSSAPI: pass Args() after the scenario
+// arguments of RunScenario.
+type KerberosClient struct {
+	KDC *KDC
+	// Principal and Keytab: the client's login (e.g. "alice@REALM").
+	Principal, Keytab string
+	// ServerPrincipal is hive.metastore.kerberos.principal ("hive/_HOST@REALM" or an explicit host).
+	ServerPrincipal string
+	// Protection is the client's hadoop.rpc.protection ("" = authentication).
+	Protection string
+	// Conf are more client settings, key=value.
+	Conf []string
+	// NoLogin configures Kerberos but skips the login: a client without credentials.
+	NoLogin bool
+}
+
+// Args renders the driver's security arguments.
+func (k KerberosClient) Args() []string {
+	a := []string{"--principal", k.Principal, "--krb5-conf", k.KDC.Krb5Conf, "--server-principal", k.ServerPrincipal}
+	if k.NoLogin {
+		a = append(a, "--no-login")
+	} else {
+		a = append(a, "--keytab", k.Keytab)
+	}
+	if k.Protection != "" {
+		a = append(a, "--conf", "hadoop.rpc.protection="+k.Protection)
+	}
+	for _, kv := range k.Conf {
+		a = append(a, "--conf", kv)
+	}
+	return a
+}

@@ -13,7 +13,10 @@ import java.util.Map;
  *
  * <pre>
  *   --uri thrift://HOST:PORT --scenario NAME [scenario arguments]
+ *   [--principal P --keytab FILE --krb5-conf FILE --server-principal hive/_HOST@REALM] [--conf key=value]...
  * </pre>
+ *
+ * With --principal the driver logs in from the keytab and talks SASL/GSSAPI (see Security).
  *
  * Every step is printed as one JSON line on stdout: {"step":..,"ok":..,"error":..,"ms":..,"detail":..}.
  * Exit status: 0 when every step passed, 1 when a step failed, 2 on a usage error.
@@ -73,6 +76,7 @@ public final class Driver {
       return 2;
     }
     try {
+      Security.setup(steps, args);
       scenario.run(steps, args);
     } catch (Steps.Abort e) {
       // the failed step is already recorded

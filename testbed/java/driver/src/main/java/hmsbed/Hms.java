@@ -30,6 +30,9 @@ final class Hms {
     conf.set("metastore.client.connect.retry.delay", "1s");
     conf.set("metastore.connect.retries", "2");
     conf.set("metastore.client.socket.timeout", "120s");
+    for (Map.Entry<String, String> e : Security.EXTRA.entrySet()) {
+      conf.set(e.getKey(), e.getValue());
+    }
     return new HiveMetaStoreClient(conf);
   }
 

@@ -17,7 +17,8 @@ final class VersionScenario implements Driver.Scenario {
   public void run(Steps steps, Driver.Args args) throws Exception {
     final String uri = args.require("uri");
     steps.run("clientVersion", () -> "hive " + Hms.clientVersion());
-    steps.run("getVersion", () -> {
+    // the raw fb303 call has no SASL transport: it runs only against plain metastores
+    if (!Security.kerberos()) steps.run("getVersion", () -> {
       URI u = new URI(uri);
       TTransport transport = new TSocket(u.getHost(), u.getPort(), 60_000);
       transport.open();

@@ -1,0 +1,213 @@
+package gssapi
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jcmturner/gokrb5/v8/client"
+	"github.com/jcmturner/gokrb5/v8/config"
+	"github.com/jcmturner/gokrb5/v8/iana/nametype"
+	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/jcmturner/gokrb5/v8/messages"
+	"github.com/jcmturner/gokrb5/v8/types"
+
+	"github.com/hms-proxy/hms-proxy/monitoring"
+)
+
+// LoginOptions configure a keytab login.
+type LoginOptions struct {
+	// Principal logs in (security.client-principal, or the server principal
+	// for the front door), _HOST already expanded.
+	Principal string
+	// Keytab holds its keys (security.client-keytab / security.keytab).
+	Keytab *keytab.Keytab
+	// Config is the krb5.conf (LoadConfig): realms, KDCs, enctypes.
+	Config *config.Config
+	// RenewBefore: a TGT with less time than this left is replaced by a new
+	// keytab login before it is used; service tickets likewise are fetched
+	// anew. Zero: a fifth of the ticket's lifetime.
+	RenewBefore time.Duration
+	// Now is the clock (time.Now).
+	Now func() time.Time
+}
+
+// LoadConfig reads a krb5.conf; the error names the file.
+func LoadConfig(path string) (*config.Config, error) {
+	c, err := config.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("gssapi: krb5.conf %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Login holds the credentials of one principal: a TGT from a keytab login
+// and the service tickets got with it, renewed by a new keytab login when
+// they run low. Safe for concurrent use. Its Status is what /readyz shows.
+type Login struct {
+	o     LoginOptions
+	name  string
+	realm string
+
+	mu        sync.Mutex
+	cl        *client.Client
+	tgt       messages.Ticket
+	tgtKey    types.EncryptionKey
+	tgtStart  time.Time
+	tgtEnd    time.Time
+	attempted bool
+	lastErr   error
+	tickets   map[string]serviceTicket
+}
+
+type serviceTicket struct {
+	tkt        messages.Ticket
+	key        types.EncryptionKey
+	start, end time.Time
+}
+
+// NewLogin checks the options (principal with realm, keytab with its keys,
+// a krb5.conf) without contacting the KDC.
+func NewLogin(o LoginOptions) (*Login, error) {
+	name, realm, err := SplitPrincipal(o.Principal)
+	if err != nil {
+		return nil, fmt.Errorf("gssapi: login principal: %w", err)
+	}
+	if strings.Contains(name, "_HOST") {
+		return nil, fmt.Errorf("gssapi: login principal %q still contains _HOST: expand it first", o.Principal)
+	}
+	if o.Keytab == nil {
+		return nil, fmt.Errorf("gssapi: login of %s needs a keytab", o.Principal)
+	}
+	if !keytabHas(o.Keytab, types.NewPrincipalName(nametype.KRB_NT_PRINCIPAL, name), realm) {
+		return nil, fmt.Errorf("gssapi: the keytab holds no key for %s; it has: %s", o.Principal, keytabPrincipals(o.Keytab))
+	}
+	if o.Config == nil {
+		return nil, fmt.Errorf("gssapi: login of %s needs a krb5.conf", o.Principal)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Login{o: o, name: name, realm: realm, tickets: map[string]serviceTicket{}}, nil
+}
+
+// Principal is the principal this login is for.
+func (l *Login) Principal() string { return l.o.Principal }
+
+// Login performs a keytab login (AS exchange) now.
+func (l *Login) Login() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.loginLocked()
+}
+
+func (l *Login) loginLocked() error {
+	l.attempted = true
+	cl := client.NewWithKeytab(l.name, l.realm, l.o.Keytab, l.o.Config, client.DisablePAFXFAST(true))
+	req, err := messages.NewASReqForTGT(l.realm, l.o.Config, cl.Credentials.CName())
+	if err == nil {
+		var rep messages.ASRep
+		if rep, err = cl.ASExchange(l.realm, req, 0); err == nil {
+			l.cl, l.tgt, l.tgtKey = cl, rep.Ticket, rep.DecryptedEncPart.Key
+			l.tgtStart, l.tgtEnd = rep.DecryptedEncPart.AuthTime, rep.DecryptedEncPart.EndTime
+			if !rep.DecryptedEncPart.StartTime.IsZero() {
+				l.tgtStart = rep.DecryptedEncPart.StartTime
+			}
+			l.tickets = map[string]serviceTicket{}
+			l.lastErr = nil
+			return nil
+		}
+	}
+	l.lastErr = fmt.Errorf("gssapi: keytab login of %s failed: %w", l.o.Principal, err)
+	return l.lastErr
+}
+
+// low reports whether a ticket valid from start to end must be replaced now.
+func (l *Login) low(start, end, now time.Time) bool {
+	margin := l.o.RenewBefore
+	if margin <= 0 {
+		margin = end.Sub(start) / 5
+	}
+	return !now.Before(end.Add(-margin))
+}
+
+// ServiceTicket returns a ticket and session key for spn ("hive/host") in
+// realm, logging in again first when the TGT runs low.
+func (l *Login) ServiceTicket(spn, realm string) (messages.Ticket, types.EncryptionKey, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.o.Now()
+	if l.cl == nil || l.low(l.tgtStart, l.tgtEnd, now) {
+		if err := l.loginLocked(); err != nil {
+			return messages.Ticket{}, types.EncryptionKey{}, err
+		}
+	}
+	id := spn + "@" + realm
+	if t, ok := l.tickets[id]; ok && !l.low(t.start, t.end, now) {
+		return t.tkt, t.key, nil
+	}
+	pn := types.NewPrincipalName(nametype.KRB_NT_SRV_INST, spn)
+	_, rep, err := l.cl.TGSREQGenerateAndExchange(pn, l.realm, l.tgt, l.tgtKey, false)
+	if err != nil {
+		l.lastErr = fmt.Errorf("gssapi: service ticket for %s (as %s): %w", id, l.o.Principal, err)
+		return messages.Ticket{}, types.EncryptionKey{}, l.lastErr
+	}
+	t := serviceTicket{tkt: rep.Ticket, key: rep.DecryptedEncPart.Key, start: rep.DecryptedEncPart.AuthTime,
+		end: rep.DecryptedEncPart.EndTime}
+	if !rep.DecryptedEncPart.StartTime.IsZero() {
+		t.start = rep.DecryptedEncPart.StartTime
+	}
+	l.tickets[id] = t
+	return t.tkt, t.key, nil
+}
+
+// credentials returns the client's name and realm for authenticators.
+func (l *Login) credentials() (types.PrincipalName, string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cl == nil {
+		return types.PrincipalName{}, "", errors.New("gssapi: not logged in")
+	}
+	return l.cl.Credentials.CName(), l.cl.Credentials.Domain(), nil
+}
+
+// Status is the login's state for /readyz, from what it holds now (it never
+// contacts the KDC): PENDING before the first login, ACTIVE with a TGT that
+// has not expired, STALE once it has, FAILED when the last login failed and
+// no TGT is held. Healthy means credentials exist (ACTIVE or STALE: the
+// acceptor keeps working from the keytab even with an expired TGT).
+func (l *Login) Status() monitoring.KerberosStatus {
+	if l == nil {
+		return monitoring.KerberosStatus{State: monitoring.KerberosDisabled, Healthy: true}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := monitoring.KerberosStatus{Principal: l.o.Principal}
+	switch {
+	case l.cl != nil:
+		s.LoggedIn = true
+		s.Healthy = true
+		s.TGTExpiresAtEpochSecond = l.tgtEnd.Unix()
+		left := int64(l.tgtEnd.Sub(l.o.Now()) / time.Second)
+		s.SecondsUntilExpiry = &left
+		if left > 0 {
+			s.State = monitoring.KerberosActive
+		} else {
+			s.State = monitoring.KerberosStale
+		}
+	case !l.attempted:
+		s.State = monitoring.KerberosPending
+	default:
+		s.State = monitoring.KerberosFailed
+	}
+	return s
+}
+
+// LastError is the last login or ticket error (nil after a success).
+func (l *Login) LastError() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastErr
+}
