@@ -167,7 +167,7 @@ func (b *Backend) CallWalk(ctx context.Context, req []byte, retry bool, rw *Repl
 	}
 	s, err := b.borrow(ctx, deadline)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, false, b.overBudget(err, deadline)
 	}
 	start := time.Now()
 	reply, err = b.roundTrip(ctx, s, req, deadline, rw)
@@ -191,10 +191,7 @@ func (b *Backend) CallWalk(ctx context.Context, req []byte, retry bool, rw *Repl
 	if err != nil {
 		b.discard(s)
 		b.release()
-		if isTimeout(err) && !deadline.IsZero() && !time.Now().Before(deadline) && b.opt.CallBudget > 0 {
-			err = fmt.Errorf("catalog %s: %w: the call did not finish within %v (catalog.%s.latency-budget-ms); its session was closed",
-				b.opt.Catalog, ErrBudgetExceeded, b.opt.CallBudget, b.opt.Catalog)
-		}
+		err = b.overBudget(err, deadline)
 		b.failure(err)
 		return nil, nil, false, err
 	}
@@ -268,6 +265,19 @@ func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, callDea
 		return nil, err
 	}
 	return m, nil
+}
+
+// overBudget names the latency budget when err is a timeout at the call's
+// budget deadline (a round trip, or a connect, that ran out of time).
+func (b *Backend) overBudget(err error, deadline time.Time) error {
+	if b.opt.CallBudget <= 0 || deadline.IsZero() || time.Now().Before(deadline) || errors.Is(err, ErrPoolExhausted) {
+		return err
+	}
+	if !isTimeout(err) && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("catalog %s: %w: the call did not finish within %v (catalog.%s.latency-budget-ms); its session was closed",
+		b.opt.Catalog, ErrBudgetExceeded, b.opt.CallBudget, b.opt.Catalog)
 }
 
 // stampSeq writes seq into the header of a strict-form message and returns
@@ -413,6 +423,9 @@ func (b *Backend) dial(ctx context.Context, deadline time.Time) (*session, error
 			s.done = func() { b.giveBack(s) }
 			return s, nil
 		}
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("catalog %s: cannot connect to any metastore URI (%s) in time: %w", b.opt.Catalog, strings.Join(b.opt.URIs, ","), ctx.Err())
 	}
 	return nil, fmt.Errorf("catalog %s: cannot connect to any metastore URI (%s): %s",
 		b.opt.Catalog, strings.Join(b.opt.URIs, ","), strings.Join(dedupe(errs), "; "))
