@@ -14,21 +14,46 @@ import (
 type backendCaller struct {
 	ctx     context.Context
 	b       *Backend
+	rt      *compat.Runtime
 	dialect *compat.Dialect
-	guard   *compat.Guard // set for writes: refuse what the runtime would drop
+	guard   *compat.Guard // set for writes: drop implied fields, refuse what the runtime would lose
 	trace   Tracer
 	seq     int32
+	dropped []guardDrop
+}
+
+// guardDrop is one field the guard left out, with the call it was left out
+// of (the client's method for request fields an adapter does not carry).
+type guardDrop struct {
+	from string
+	d    compat.Drop
+}
+
+func (bc *backendCaller) Runtime() *compat.Runtime { return bc.rt }
+
+func (bc *backendCaller) Leftover(method string, req *wire.Value, structName string, carried func(int16) bool) error {
+	drops, err := bc.guard.Leftover(method, req, structName, carried)
+	for _, d := range drops {
+		bc.dropped = append(bc.dropped, guardDrop{method, d})
+	}
+	return err
 }
 
 func (bc *backendCaller) Call(method string, args wire.Value) (wire.Value, error) {
 	bc.seq++
-	req := wire.AppendMessage(nil, wire.Header{Name: method, Type: wire.Call, SeqID: bc.seq}, &args)
-	var err error
+	body := args.Encode()
 	if bc.guard != nil {
-		if err := bc.guard.Check(method, args.Encode()); err != nil {
+		v, err := bc.guard.Check(method, body)
+		if err != nil {
 			return wire.Value{}, err
 		}
+		body = wire.Apply(nil, body, v.Patches)
+		for _, d := range v.Dropped {
+			bc.dropped = append(bc.dropped, guardDrop{method, d})
+		}
 	}
+	req := append(wire.AppendHeader(nil, wire.Header{Name: method, Type: wire.Call, SeqID: bc.seq}), body...)
+	var err error
 	if bc.dialect.Touches(method, false) {
 		if req, err = remapMessage(req, bc.dialect.ToWire, false); err != nil {
 			return wire.Value{}, err
@@ -50,13 +75,13 @@ func (bc *backendCaller) Call(method string, args wire.Value) (wire.Value, error
 		typ, msg, _ := wire.ParseAppException(reply.Body())
 		return wire.Value{}, &compat.AppError{Type: typ, Message: msg}
 	}
-	body := reply.Body()
+	rbody := reply.Body()
 	if bc.dialect.Touches(method, true) {
-		if body, err = bc.dialect.ToCanonical(method, true, body); err != nil {
+		if rbody, err = bc.dialect.ToCanonical(method, true, rbody); err != nil {
 			return wire.Value{}, err
 		}
 	}
-	return wire.DecodeStruct(body)
+	return wire.DecodeStruct(rbody)
 }
 
 // remapMessage applies a dialect mapping to the body of a whole message.
@@ -125,14 +150,17 @@ func (r *Router) adapted(ctx context.Context, c *call, cat *Catalog, ad *compat.
 		c.status = "error"
 		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppProtocolError, m.Name+": cannot read arguments: "+err.Error())...)
 	}
-	bc := &backendCaller{ctx: ctx, b: r.backends[cat], dialect: r.dialects[cat], trace: r.trace}
+	rt := r.runtimes[cat]
+	bc := &backendCaller{ctx: ctx, b: r.backends[cat], rt: rt, dialect: r.dialects[cat], trace: r.trace}
 	if writes {
 		bc.guard = r.guards[cat]
 	}
 	res, err := ad.Run(bc, &v)
-	rt := r.runtimes[cat]
 	if r.metrics != nil {
-		r.metrics.BackendFallback(m.Name, m.Name, ad.To)
+		r.metrics.BackendFallback(m.Name, m.Name, ad.ToAPI())
+		for _, d := range bc.dropped {
+			r.metrics.BackendFallback(m.Name, d.from, d.d.API())
+		}
 	}
 	c.fallback = true
 	if err != nil {
@@ -153,6 +181,26 @@ func (r *Router) adapted(ctx context.Context, c *call, cat *Catalog, ad *compat.
 	reply := &wire.Message{Header: wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}}
 	reply.Raw = res.Encode()
 	return r.replyOutward(c, cat, reply, nil, out)
+}
+
+// guardWrite applies the catalog's lossless-write guard to the arguments
+// of a write forwarded as it is (body: canonical ids, after the inward
+// name rewrites): fields the backend runtime lacks but implies are spliced
+// out, each counted in hms_proxy_backend_fallback_total with to_api
+// "dropped_default:<Struct.field>"; anything else it lacks refuses the call.
+// It returns the body to send (body itself when nothing was dropped).
+func (r *Router) guardWrite(c *call, cat *Catalog, body []byte) ([]byte, error) {
+	v, err := r.guards[cat].Check(c.spec.Name, body)
+	if err != nil || len(v.Patches) == 0 {
+		return body, err
+	}
+	for _, d := range v.Dropped {
+		if r.metrics != nil {
+			r.metrics.BackendFallback(c.msg.Name, c.spec.Name, d.API())
+		}
+	}
+	c.fallback = true
+	return wire.Apply(nil, body, v.Patches), nil
 }
 
 // optionalReads answer empty on any backend failure: they only carry
@@ -209,8 +257,8 @@ func zeroValue(t *thriftgen.Type, depth int) wire.Value {
 // requiredSomewhere: a field any profile requires must be present, or that
 // profile's client fails to read the answer.
 func requiredSomewhere(f *thriftgen.Field) bool {
-	for _, p := range []thriftgen.ProfileSet{thriftgen.ProfileApache313, thriftgen.ProfileApache410, thriftgen.ProfileHDP78, thriftgen.ProfileHDP315} {
-		if f.RequirednessIn(p) == thriftgen.RequirednessRequired {
+	for _, rt := range compat.Runtimes() {
+		if f.RequirednessIn(rt.Bit) == thriftgen.RequirednessRequired {
 			return true
 		}
 	}

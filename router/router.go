@@ -35,6 +35,9 @@ type Options struct {
 	Tracer Tracer
 	// Dial overrides backend dialing (tests, later: SASL); nil = TCP.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Adapters are the compatibility adapters calls are planned with;
+	// nil = compat.NewAdapters().
+	Adapters *compat.Adapters
 }
 
 // Router routes calls of every front-door listener.
@@ -46,6 +49,7 @@ type Router struct {
 	runtimes map[*Catalog]*compat.Runtime
 	dialects map[*Catalog]*compat.Dialect // backend field-id dialects (HDP 3.1.5 Table)
 	guards   map[*Catalog]*compat.Guard   // refuse writes the backend runtime would silently drop
+	adapters *compat.Adapters
 	metrics  *monitoring.Metrics
 	audit    *audit.Logger
 	log      *slog.Logger
@@ -79,6 +83,11 @@ func New(opt Options) (*Router, error) {
 		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: int(cfg.Server.MaxMessageSize), trace: opt.Tracer}
 	if r.log == nil {
 		r.log = slog.Default()
+	}
+	if r.adapters = opt.Adapters; r.adapters == nil {
+		if r.adapters, err = compat.NewAdapters(); err != nil {
+			return nil, err
+		}
 	}
 	r.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	var cats []*Catalog
@@ -455,7 +464,7 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 		}
 	}
 	runtime := r.runtimes[cat]
-	switch mode, ad := runtime.Plan(spec.Name); mode {
+	switch mode, ad := r.adapters.Plan(runtime, spec.Name); mode {
 	case compat.Adapted:
 		return r.adapted(ctx, c, cat, ad, wire.Apply(nil, m.Body(), rt.patches), writes, out)
 	case compat.HortonworksOnly:
@@ -469,10 +478,15 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 	bodyAt := len(req)
 	req = wire.Apply(req, m.Body(), rt.patches)
 	if writes {
-		if err := r.guards[cat].Check(spec.Name, req[bodyAt:]); err != nil {
+		// compat guard: implied fields dropped (counted), the rest refused
+		body, err := r.guardWrite(c, cat, req[bodyAt:])
+		if err != nil {
 			*reqp = req
 			r.bufs.Put(reqp)
 			return r.refuse(c, out, fmt.Sprintf("%s on catalog %s refused: %v", m.Name, cat.Name, err))
+		}
+		if len(body) != len(req)-bodyAt {
+			req = append(req[:bodyAt], body...)
 		}
 	}
 	dialect := r.dialects[cat]

@@ -1,0 +1,4 @@
+package e2e
+
+// Filled in below.
+func hive4ClientAdapterRows() []adapterRow { return nil }
