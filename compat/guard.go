@@ -18,8 +18,9 @@ import (
 //   - an enum value the runtime does not know refuses the call (the guard
 //     never coerces one).
 //
-// Reads go through unchecked: what an older runtime ignores in a read
-// request is a hint, not data.
+// Reads are trimmed, not checked (Trim): implied fields are dropped as for
+// writes, anything else an older runtime ignores in a read request is a
+// hint, not data, and goes through.
 type Guard struct {
 	r    *Runtime
 	args map[string]*wire.Plan
@@ -94,10 +95,21 @@ func foreignEnum(t *thriftgen.Type, bit thriftgen.ProfileSet) bool {
 	return false
 }
 
-// Check decides the arguments of method (as the backend will receive them,
+// Check decides the arguments of a write (as the backend will receive them,
 // in canonical ids): the verdict's patches remove what is dropped; an error
 // (a *RefusedError) refuses the call.
 func (g *Guard) Check(method string, body []byte) (Verdict, error) {
+	return g.check(method, body, true)
+}
+
+// Trim is Check for a read: fields at a value the runtime implies are
+// dropped all the same (the backend never sees a field it does not know),
+// any other value goes through as the hint it is, and nothing is refused.
+func (g *Guard) Trim(method string, body []byte) (Verdict, error) {
+	return g.check(method, body, false)
+}
+
+func (g *Guard) check(method string, body []byte, write bool) (Verdict, error) {
 	var out Verdict
 	if g == nil {
 		return out, nil
@@ -123,6 +135,9 @@ func (g *Guard) Check(method string, body []byte) (Verdict, error) {
 		}
 		if !f.Profiles.Has(g.r.Bit) {
 			ok, why := impliedBy(st, f, &v)
+			if !ok && !write {
+				return nil // a hint: passed on as it is
+			}
 			if !ok {
 				return refused("%s.%s = %s is set, but the backend runtime %s has no such field and would drop it; %s; hms-proxy does not drop data silently",
 					st.Name, f.Name, renderValue(f.Type, &v), g.r.Name, impliedValues(st, f))
@@ -130,6 +145,9 @@ func (g *Guard) Check(method string, body []byte) (Verdict, error) {
 			out.Patches = append(out.Patches, wire.Patch{Start: s.Start, End: s.End})
 			out.drop(Drop{Struct: st.Name, Field: f.Name, Value: renderValue(f.Type, &v), Why: why})
 			droppedTo = s.End
+			return nil
+		}
+		if !write {
 			return nil
 		}
 		return g.knownEnumValues(st, f, &v)

@@ -211,3 +211,24 @@ func TestGuardLeftoverOfAdaptedRequests(t *testing.T) {
 		t.Fatalf("a read checks nothing: %v %v", d, err)
 	}
 }
+
+// Reads are trimmed: implied fields go (GetTableRequest.engine "hive"),
+// anything else stays as the hint it is, and nothing is refused.
+func TestGuardTrimsReads(t *testing.T) {
+	g := guardOf(t, "APACHE_3_1_3")
+	get := func(engine *string, caps []string) *thriftgen.GetTableReqArgs {
+		return &thriftgen.GetTableReqArgs{Req: &thriftgen.GetTableRequest{DbName: "db", TblName: "t", Engine: engine, ProcessorCapabilities: caps}}
+	}
+	body := encode(t, context.Background(), get(strp("hive"), nil))
+	v, err := g.Trim("get_table_req", body)
+	if err != nil || len(v.Dropped) != 1 || !bytes.Equal(wire.Apply(nil, body, v.Patches), encode(t, context.Background(), get(nil, nil))) {
+		t.Fatalf("engine \"hive\" must be trimmed from a read: %+v %v", v, err)
+	}
+	body = encode(t, context.Background(), get(strp("impala"), nil))
+	if v, err := g.Trim("get_table_req", body); err != nil || len(v.Patches) != 0 {
+		t.Fatalf("another engine is a hint on a read, passed on: %+v %v", v, err)
+	}
+	if _, err := g.Check("get_table_req", body); err == nil {
+		t.Fatal("the same value in a write would be refused")
+	}
+}

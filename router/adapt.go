@@ -16,7 +16,8 @@ type backendCaller struct {
 	b       *Backend
 	rt      *compat.Runtime
 	dialect *compat.Dialect
-	guard   *compat.Guard // set for writes: drop implied fields, refuse what the runtime would lose
+	guard   *compat.Guard // drop implied fields; for writes (strict) refuse what the runtime would lose
+	strict  bool
 	trace   Tracer
 	seq     int32
 	dropped []guardDrop
@@ -32,6 +33,9 @@ type guardDrop struct {
 func (bc *backendCaller) Runtime() *compat.Runtime { return bc.rt }
 
 func (bc *backendCaller) Leftover(method string, req *wire.Value, structName string, carried func(int16) bool) error {
+	if !bc.strict {
+		return nil // a read: request fields left behind are hints
+	}
 	drops, err := bc.guard.Leftover(method, req, structName, carried)
 	for _, d := range drops {
 		bc.dropped = append(bc.dropped, guardDrop{method, d})
@@ -43,7 +47,11 @@ func (bc *backendCaller) Call(method string, args wire.Value) (wire.Value, error
 	bc.seq++
 	body := args.Encode()
 	if bc.guard != nil {
-		v, err := bc.guard.Check(method, body)
+		check := bc.guard.Trim
+		if bc.strict {
+			check = bc.guard.Check
+		}
+		v, err := check(method, body)
 		if err != nil {
 			return wire.Value{}, err
 		}
@@ -151,10 +159,8 @@ func (r *Router) adapted(ctx context.Context, c *call, cat *Catalog, ad *compat.
 		return append(out, wire.AppException(m.Name, m.SeqID, wire.AppProtocolError, m.Name+": cannot read arguments: "+err.Error())...)
 	}
 	rt := r.runtimes[cat]
-	bc := &backendCaller{ctx: ctx, b: r.backends[cat], rt: rt, dialect: r.dialects[cat], trace: r.trace}
-	if writes {
-		bc.guard = r.guards[cat]
-	}
+	bc := &backendCaller{ctx: ctx, b: r.backends[cat], rt: rt, dialect: r.dialects[cat], trace: r.trace,
+		guard: r.guards[cat], strict: writes}
 	res, err := ad.Run(bc, &v)
 	if r.metrics != nil {
 		r.metrics.BackendFallback(m.Name, m.Name, ad.ToAPI())
@@ -183,14 +189,19 @@ func (r *Router) adapted(ctx context.Context, c *call, cat *Catalog, ad *compat.
 	return r.replyOutward(c, cat, reply, nil, out)
 }
 
-// guardWrite applies the catalog's lossless-write guard to the arguments
-// of a write forwarded as it is (body: canonical ids, after the inward
-// name rewrites): fields the backend runtime lacks but implies are spliced
-// out, each counted in hms_proxy_backend_fallback_total with to_api
-// "dropped_default:<Struct.field>"; anything else it lacks refuses the call.
-// It returns the body to send (body itself when nothing was dropped).
-func (r *Router) guardWrite(c *call, cat *Catalog, body []byte) ([]byte, error) {
-	v, err := r.guards[cat].Check(c.spec.Name, body)
+// guardCall applies the catalog's lossless-write guard to the arguments of
+// a call forwarded as it is (body: canonical ids, after the inward name
+// rewrites): fields the backend runtime lacks but implies are spliced out,
+// each counted in hms_proxy_backend_fallback_total with to_api
+// "dropped_default:<Struct.field>"; for a write, anything else it lacks
+// refuses the call (for a read it goes through as a hint). It returns the
+// body to send (body itself when nothing was dropped).
+func (r *Router) guardCall(c *call, cat *Catalog, body []byte, write bool) ([]byte, error) {
+	check := r.guards[cat].Trim
+	if write {
+		check = r.guards[cat].Check
+	}
+	v, err := check(c.spec.Name, body)
 	if err != nil || len(v.Patches) == 0 {
 		return body, err
 	}

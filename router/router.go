@@ -477,17 +477,13 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 	req := wire.AppendHeader((*reqp)[:0], wire.Header{Name: m.Name, Type: m.Type, SeqID: m.SeqID})
 	bodyAt := len(req)
 	req = wire.Apply(req, m.Body(), rt.patches)
-	if writes {
-		// compat guard: implied fields dropped (counted), the rest refused
-		body, err := r.guardWrite(c, cat, req[bodyAt:])
-		if err != nil {
-			*reqp = req
-			r.bufs.Put(reqp)
-			return r.refuse(c, out, fmt.Sprintf("%s on catalog %s refused: %v", m.Name, cat.Name, err))
-		}
-		if len(body) != len(req)-bodyAt {
-			req = append(req[:bodyAt], body...)
-		}
+	// compat guard: implied fields dropped (counted); for writes the rest refused
+	if body, err := r.guardCall(c, cat, req[bodyAt:], writes); err != nil {
+		*reqp = req
+		r.bufs.Put(reqp)
+		return r.refuse(c, out, fmt.Sprintf("%s on catalog %s refused: %v", m.Name, cat.Name, err))
+	} else if len(body) != len(req)-bodyAt {
+		req = append(req[:bodyAt], body...)
 	}
 	dialect := r.dialects[cat]
 	if dialect.Touches(spec.Name, false) {

@@ -205,6 +205,8 @@ func RenderCompatibility(f *File, mx *Matrix) string {
 		w("| %s | %s | %s | %s |\n", code(a.Method), to, strings.Join(on, ", "), cell(a.Why))
 	}
 
+	renderSurveys(w, f, mx)
+
 	// Dialects.
 	w("\n## Field-id dialects\n\n")
 	w("Where a profile numbers a struct's fields differently from the canonical (Apache 4.x) schema, the proxy\n")
