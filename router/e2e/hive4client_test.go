@@ -148,6 +148,21 @@ func TestHive4ClientTransactionsStatisticsPartitionsOn313(t *testing.T) {
 		})
 	}
 	only313(t, e.tap1, e.tap2)
+	// The txn scenario's six open transactions in a row make Hive 4 write a
+	// range (a-b) into validTxnList; 3.1.3 must get the single ids.
+	ranges := 0
+	for _, c := range e.tap1.Calls() {
+		if c.Method == "get_valid_write_ids" {
+			if l := adAt(&c.Args, 1, 2).String(); strings.Contains(l, "-") {
+				t.Errorf("the 3.1.3 backend got validTxnList %q with a range it cannot parse", l)
+			} else if strings.Count(l, ",") >= 5 {
+				ranges++
+			}
+		}
+	}
+	if ranges == 0 {
+		t.Error("no get_valid_write_ids reached the backend with the six open transactions spelled out")
+	}
 	for _, l := range [][]string{
 		{"from_api", "open_txns", "to_api", "dropped_default:OpenTxnRequest.txn_type"},
 		{"from_api", "allocate_table_write_ids", "to_api", "dropped_default:AllocateTableWriteIdsRequest.reallocate"},

@@ -18,7 +18,7 @@ import org.apache.hadoop.hive.metastore.api.TxnToWriteId;
 /**
  * txn --db NAME
  *
- * <p>The transaction calls of an ACID writer, through the real client: open transactions (one, then three in a
+ * <p>The transaction calls of an ACID writer, through the real client: open transactions (one, then six in a
  * row, so that Hive 4 writes their ids as a range), list them (get_open_txns_info, valid transactions), allocate
  * write ids for a table (one, then a batch), read valid write ids (with a transaction list, and — Hive 4 — without
  * one, which 3.1.3 requires), heartbeat, commit one, abort the others, and check every state change through the
@@ -32,7 +32,7 @@ final class TxnScenario implements Driver.Scenario {
     final String table = "txn_" + Build.runId();
     final String full = db + "." + table;
     final IMetaStoreClient c = Hms.open(args.require("uri"));
-    final long[] t = new long[4];
+    final long[] t = new long[7];
     final List<Long> open = new ArrayList<>();
     try {
       steps.run("createDatabase " + db, () -> {
@@ -44,10 +44,10 @@ final class TxnScenario implements Driver.Scenario {
         open.add(t[0]);
         return "txn " + t[0];
       });
-      steps.run("openTxns 3", () -> {
-        OpenTxnsResponse r = c.openTxns("hmsbed", 3);
-        Steps.check(r.getTxn_idsSize() == 3, "openTxns(3) returned " + r.getTxn_ids());
-        for (int i = 0; i < 3; i++) {
+      steps.run("openTxns 6", () -> {
+        OpenTxnsResponse r = c.openTxns("hmsbed", 6);
+        Steps.check(r.getTxn_idsSize() == 6, "openTxns(6) returned " + r.getTxn_ids());
+        for (int i = 0; i < 6; i++) {
           t[i + 1] = r.getTxn_ids().get(i);
           open.add(t[i + 1]);
         }
@@ -64,7 +64,7 @@ final class TxnScenario implements Driver.Scenario {
           }
           Steps.check(found != null && found.getState() == TxnState.OPEN, "txn " + id + " not listed as open: " + found);
         }
-        Steps.check(r.getTxn_high_water_mark() >= t[3], "high water mark " + r.getTxn_high_water_mark() + " < " + t[3]);
+        Steps.check(r.getTxn_high_water_mark() >= t[6], "high water mark " + r.getTxn_high_water_mark() + " < " + t[6]);
         return r.getOpen_txnsSize() + " listed, hwm " + r.getTxn_high_water_mark();
       });
       steps.run("getValidTxns", () -> {
@@ -88,8 +88,8 @@ final class TxnScenario implements Driver.Scenario {
         return String.valueOf(ws);
       });
       steps.run("getValidWriteIds with a txn list", () -> {
-        // Hive 4 writes the three consecutive open txns as a range ("a-b"), which 3.1.3 cannot parse.
-        String txns = c.getValidTxns(t[3]).writeToString();
+        // Hive 4 writes five or more consecutive open txns as a range ("a-b"), which 3.1.3 cannot parse.
+        String txns = c.getValidTxns(t[6]).writeToString();
         List<TableValidWriteIds> ids = c.getValidWriteIds(Collections.singletonList(full), txns);
         Steps.check(ids.size() == 1 && ids.get(0).getWriteIdHighWaterMark() >= 1
             && ids.get(0).getInvalidWriteIds().contains(1L),
@@ -105,7 +105,7 @@ final class TxnScenario implements Driver.Scenario {
       }
       steps.run("heartbeat", () -> {
         c.heartbeat(t[0], 0);
-        Steps.check(c.heartbeatTxnRange(t[1], t[3]).getAbortedSize() == 0, "txns aborted during heartbeat");
+        Steps.check(c.heartbeatTxnRange(t[1], t[6]).getAbortedSize() == 0, "txns aborted during heartbeat");
         return null;
       });
       steps.run("commitTxn", () -> {
@@ -118,14 +118,14 @@ final class TxnScenario implements Driver.Scenario {
       });
       steps.run("rollbackTxn and abortTxns", () -> {
         c.rollbackTxn(t[1]);
-        c.abortTxns(Arrays.asList(t[2], t[3]));
+        c.abortTxns(Arrays.asList(t[2], t[3], t[4], t[5], t[6]));
         open.clear();
         GetOpenTxnsInfoResponse r = c.showTxns();
         for (TxnInfo i : r.getOpen_txns()) {
           if (i.getId() == t[0]) {
             throw new Steps.Check("committed txn " + t[0] + " still listed: " + i, null);
           }
-          for (int k = 1; k < 4; k++) {
+          for (int k = 1; k < 7; k++) {
             if (i.getId() == t[k] && i.getState() != TxnState.ABORTED) {
               throw new Steps.Check("txn " + t[k] + " is " + i.getState() + " after abort", null);
             }
