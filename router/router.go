@@ -48,7 +48,7 @@ type Router struct {
 	policies map[*Catalog]*Policy
 	runtimes map[*Catalog]*compat.Runtime
 	dialects map[*Catalog]*compat.Dialect // backend field-id dialects (HDP 3.1.5 Table)
-	guards   map[*Catalog]*compat.Guard   // refuse writes the backend runtime would silently drop
+	guards   map[*Catalog]*compat.Guard   // drop implied fields; refuse writes the backend runtime would silently lose
 	adapters *compat.Adapters
 	metrics  *monitoring.Metrics
 	audit    *audit.Logger
@@ -482,7 +482,7 @@ func (r *Router) single(ctx context.Context, c *call, out []byte) []byte {
 		*reqp = req
 		r.bufs.Put(reqp)
 		return r.refuse(c, out, fmt.Sprintf("%s on catalog %s refused: %v", m.Name, cat.Name, err))
-	} else if len(body) != len(req)-bodyAt {
+	} else if len(body) != len(req)-bodyAt { // drops only shorten the body
 		req = append(req[:bodyAt], body...)
 	}
 	dialect := r.dialects[cat]
