@@ -4,78 +4,162 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
-// Adapter serves one canonical method on a runtime that lacks it.
+// Adapter serves one canonical method on a runtime that lacks it (or, for a
+// few, on a runtime that has it but needs the call changed).
 type Adapter struct {
 	Method string // the canonical (client) method
-	To     string // the backend method it mainly calls (metrics: to_api)
+	To     string // the backend method it mainly calls (metrics: to_api); "" = none
 	Why    string
 	// Run maps the client's *_args to the client's *_result, calling the
 	// backend through c. Declared exceptions of backend calls come back in
 	// the client's result (same exception type, else MetaException).
 	Run func(c Caller, args *wire.Value) (wire.Value, error)
-	// only: runtimes the adapter is meant for; 0 = any runtime lacking Method.
-	only thriftgen.ProfileSet
+	// Runtimes are the runtimes the adapter serves.
+	Runtimes thriftgen.ProfileSet
+	// keyed adapters apply even where the runtime has the method (the lock
+	// downgrade); the others only where it lacks it.
+	keyed bool
 }
 
-func (a *Adapter) applies(r *Runtime) bool { return a.only == 0 || a.only.Has(r.Bit) }
+// ToAPI is the to_api label of the adapter's fallback count: the backend
+// method it mainly calls, or "answered_by_proxy" when it calls none.
+func (a *Adapter) ToAPI() string {
+	if a.To == "" {
+		return "answered_by_proxy"
+	}
+	return a.To
+}
+
+// Adapters is the set of compatibility adapters. NewAdapters builds it, and
+// whoever plans calls (the router, the generated docs) is handed it.
+type Adapters struct {
+	byRuntime map[key]*Adapter
+	list      []*Adapter
+}
 
 type key struct {
 	p      thriftgen.ProfileSet
 	method string
 }
 
-// adapters keyed by (runtime, method) apply even where the runtime has the
-// method (e.g. the lock-type downgrade); adaptersAny apply wherever the
-// runtime lacks the method.
+// NewAdapters builds every adapter for the runtimes of the profile
+// registry. An adapter naming a method outside the canonical schema is an
+// error, not a panic.
+func NewAdapters() (*Adapters, error) {
+	s := &Adapters{byRuntime: map[key]*Adapter{}}
+	b := &builder{s: s}
+	b.standard()
+	if len(b.errs) > 0 {
+		return nil, fmt.Errorf("compat: %s", strings.Join(b.errs, "; "))
+	}
+	sort.Slice(s.list, func(i, j int) bool { return s.list[i].Method < s.list[j].Method })
+	return s, nil
+}
+
+// builder registers adapters into a set, checking their names.
+type builder struct {
+	s    *Adapters
+	errs []string
+}
+
+// lacking registers a for every runtime in only (0: every runtime) that
+// lacks its method.
+func (b *builder) lacking(only thriftgen.ProfileSet, a *Adapter) {
+	if b.check(a) {
+		var set thriftgen.ProfileSet
+		m := thriftgen.LookupMethod(a.Method)
+		for _, r := range Runtimes() {
+			if !m.Profiles.Has(r.Bit) && (only == 0 || only.Has(r.Bit)) {
+				set |= r.Bit
+			}
+		}
+		b.add(set, a)
+	}
+}
+
+// always registers a for the runtimes in set, whether they have the method
+// or not.
+func (b *builder) always(set thriftgen.ProfileSet, a *Adapter) {
+	if b.check(a) {
+		a.keyed = true
+		b.add(set, a)
+	}
+}
+
+func (b *builder) check(a *Adapter) bool {
+	for _, m := range []string{a.Method, a.To} {
+		if m == a.To && m == "" {
+			continue // answered without a backend call
+		}
+		if thriftgen.LookupMethod(m) == nil {
+			b.errs = append(b.errs, fmt.Sprintf("adapter %s names %q, which is not a method of the canonical schema", a.Method, m))
+			return false
+		}
+	}
+	return true
+}
+
+func (b *builder) add(set thriftgen.ProfileSet, a *Adapter) {
+	if set == 0 {
+		b.errs = append(b.errs, fmt.Sprintf("adapter %s applies to no runtime", a.Method))
+		return
+	}
+	a.Runtimes = set
+	for _, r := range Runtimes() {
+		if !set.Has(r.Bit) {
+			continue
+		}
+		k := key{r.Bit, a.Method}
+		if b.s.byRuntime[k] != nil {
+			b.errs = append(b.errs, fmt.Sprintf("two adapters for %s on %s", a.Method, r.Name))
+			continue
+		}
+		b.s.byRuntime[k] = a
+	}
+	b.s.list = append(b.s.list, a)
+}
+
+// All lists every adapter, by method (docs, tests).
+func (s *Adapters) All() []*Adapter { return append([]*Adapter(nil), s.list...) }
+
+// Plan says how method reaches runtime r, with the adapter when Adapted.
+func (s *Adapters) Plan(r *Runtime, method string) (Mode, *Adapter) {
+	a := s.byRuntime[key{r.Bit, method}]
+	if a != nil && a.keyed {
+		return Adapted, a
+	}
+	if r.Has(method) {
+		return Native, nil
+	}
+	if a != nil {
+		return Adapted, a
+	}
+	if hortonworksOnly[method] {
+		return HortonworksOnly, nil
+	}
+	return Unsupported, nil
+}
+
+// Runtime predicates the adapters are registered with (from the registry,
+// not from a list of profile names).
 var (
-	adapters    = map[key]*Adapter{}
-	adaptersAny = map[string]*Adapter{}
+	beforeHive4 = runtimesWhere(func(r *Runtime) bool { return !r.Hive4 })
+	hive4       = runtimesWhere(func(r *Runtime) bool { return r.Hive4 })
+	// runtimes whose LockType lacks EXCL_WRITE
+	noExclWrite = runtimesWhere(func(r *Runtime) bool {
+		return !thriftgen.LookupEnum("LockType").ValueByName("EXCL_WRITE").Profiles.Has(r.Bit)
+	})
+	// runtimes that require GetValidWriteIdsRequest.validTxnList (3.1.3) or
+	// read it in the pre-Hive 4 format (no ranges)
+	oldTxnListFormat = beforeHive4
 )
-
-const (
-	apacheOld = thriftgen.ProfileApache313 | thriftgen.ProfileHDP78 | thriftgen.ProfileHDP315
-	hive4     = thriftgen.ProfileApache410
-)
-
-func register(a *Adapter) {
-	if thriftgen.LookupMethod(a.Method) == nil || thriftgen.LookupMethod(a.To) == nil {
-		panic("compat: adapter names a method outside the canonical schema: " + a.Method + " -> " + a.To)
-	}
-	adaptersAny[a.Method] = a
-}
-
-func registerFor(p thriftgen.ProfileSet, a *Adapter) {
-	if thriftgen.LookupMethod(a.Method) == nil {
-		panic("compat: adapter names a method outside the canonical schema: " + a.Method)
-	}
-	for _, r := range runtimes {
-		if p.Has(r.Bit) {
-			adapters[key{r.Bit, a.Method}] = a
-		}
-	}
-}
-
-// Adapters lists every adapter (docs, tests).
-func Adapters() []*Adapter {
-	var out []*Adapter
-	for _, a := range adaptersAny {
-		out = append(out, a)
-	}
-	seen := map[*Adapter]bool{}
-	for _, a := range adapters {
-		if !seen[a] {
-			seen[a] = true
-			out = append(out, a)
-		}
-	}
-	return out
-}
 
 // ---- helpers over the generic value tree --------------------------------
 
@@ -101,6 +185,45 @@ func move(src *wire.Value, pairs ...int16) wire.Value {
 		}
 	}
 	return out
+}
+
+// request is the request struct of a *_req call (field 1 of its args) as an
+// adapter reads it: move records which fields reach the backend, and
+// leftover hands the others to the guard's rule (writes only), so a field
+// the positional form has no place for is dropped only at a value the
+// runtime implies, and refused otherwise.
+type request struct {
+	*wire.Value
+	method, structName string
+	moved              map[int16]bool
+}
+
+func newRequest(method string, args *wire.Value) *request {
+	r := &request{Value: arg1(args), method: method, moved: map[int16]bool{}}
+	if f := thriftgen.LookupMethod(method).Args.FieldByID(1); f != nil && f.Type.Kind == thriftgen.KindStruct {
+		r.structName = f.Type.Name
+	}
+	return r
+}
+
+// move builds a struct from fields of the request (pairs of request id,
+// target id) and records them as carried.
+func (r *request) move(pairs ...int16) wire.Value {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		r.moved[pairs[i]] = true
+	}
+	return move(r.Value, pairs...)
+}
+
+// carry records fields the adapter carries to the backend by other means.
+func (r *request) carry(ids ...int16) {
+	for _, id := range ids {
+		r.moved[id] = true
+	}
+}
+
+func (r *request) leftover(c Caller) error {
+	return c.Leftover(r.method, r.Value, r.structName, func(id int16) bool { return r.moved[id] })
 }
 
 func arg1(args *wire.Value) *wire.Value {
@@ -176,10 +299,14 @@ func success(v *wire.Value) wire.Value {
 
 // simple builds the common adapter: positional args from the request
 // struct, one backend call, the backend's success wrapped (or not) back.
-func simple(method, to, why string, build func(req *wire.Value) (wire.Value, error), wrap func(s *wire.Value) wire.Value) *Adapter {
+func simple(method, to, why string, build func(req *request) (wire.Value, error), wrap func(s *wire.Value) wire.Value) *Adapter {
 	return &Adapter{Method: method, To: to, Why: why, Run: func(c Caller, args *wire.Value) (wire.Value, error) {
-		a, err := build(arg1(args))
+		req := newRequest(method, args)
+		a, err := build(req)
 		if err != nil {
+			return wire.Value{}, err
+		}
+		if err := req.leftover(c); err != nil {
 			return wire.Value{}, err
 		}
 		r, err := callInto(c, method, to, a)
@@ -209,16 +336,16 @@ func inStruct(id int16) func(s *wire.Value) wire.Value {
 func emptyStruct(*wire.Value) wire.Value { return wire.Struct() }
 
 // fields picks fields of the request struct as positional arguments.
-func fields(pairs ...int16) func(r *wire.Value) (wire.Value, error) {
-	return func(r *wire.Value) (wire.Value, error) { return move(r, pairs...), nil }
+func fields(pairs ...int16) func(r *request) (wire.Value, error) {
+	return func(r *request) (wire.Value, error) { return r.move(pairs...), nil }
 }
 
 // ---- the adapters --------------------------------------------------------
 
-func init() {
+func (b *builder) standard() {
 	// Upgrades: Hive 4 servers no longer have these two positional reads,
 	// which Hive 2/3 and Spark clients still call.
-	register(&Adapter{Method: "get_table", To: "get_table_req", only: hive4,
+	b.lacking(hive4, &Adapter{Method: "get_table", To: "get_table_req",
 		Why: "removed in Hive 4; served by get_table_req",
 		Run: func(c Caller, args *wire.Value) (wire.Value, error) {
 			req := move(args, 1, fid("GetTableRequest", "dbName"), 2, fid("GetTableRequest", "tblName"))
@@ -228,7 +355,7 @@ func init() {
 			}
 			return success(r.v.Field(0).Field(fid("GetTableResult", "table"))), nil
 		}})
-	register(&Adapter{Method: "get_table_objects_by_name", To: "get_table_objects_by_name_req", only: hive4,
+	b.lacking(hive4, &Adapter{Method: "get_table_objects_by_name", To: "get_table_objects_by_name_req",
 		Why: "removed in Hive 4; served by get_table_objects_by_name_req",
 		Run: func(c Caller, args *wire.Value) (wire.Value, error) {
 			req := move(args, 1, fid("GetTablesRequest", "dbName"), 2, fid("GetTablesRequest", "tblNames"))
@@ -245,89 +372,89 @@ func init() {
 
 	// Downgrades: Hive 4 (and HDP) request wrappers served by the positional
 	// methods of Apache 3.1.3 / HDP runtimes.
-	register(simple("get_database_req", "get_database", "Hive 4 wrapper; 3.1.3 has get_database(name)",
+	b.lacking(0, simple("get_database_req", "get_database", "Hive 4 wrapper; 3.1.3 has get_database(name)",
 		fields(fid("GetDatabaseRequest", "name"), 1), nil))
-	register(&Adapter{Method: "create_table_req", To: "create_table_with_environment_context",
+	b.lacking(0, &Adapter{Method: "create_table_req", To: "create_table_with_environment_context",
 		Why: "Hive 4 wrapper; 3.1.3 has create_table_with_constraints / _with_environment_context",
 		Run: createTableReq})
-	register(simple("alter_table_req", "alter_table_with_environment_context",
+	b.lacking(0, simple("alter_table_req", "alter_table_with_environment_context",
 		"Hive 4 wrapper; 3.1.3 has alter_table_with_environment_context",
-		func(r *wire.Value) (wire.Value, error) {
+		func(r *request) (wire.Value, error) {
 			if isSet(r.Field(fid("AlterTableRequest", "expectedParameterKey"))) {
 				return wire.Value{}, refused("alter_table_req with expectedParameterKey needs a Hive 4 backend: the older runtime cannot make the alter conditional")
 			}
 			if positive(r.Field(fid("AlterTableRequest", "writeId"))) {
 				return wire.Value{}, refused("alter_table_req with a writeId (transactional alter) needs a Hive 4 backend")
 			}
-			return move(r, fid("AlterTableRequest", "dbName"), 1, fid("AlterTableRequest", "tableName"), 2,
+			return r.move(fid("AlterTableRequest", "dbName"), 1, fid("AlterTableRequest", "tableName"), 2,
 				fid("AlterTableRequest", "table"), 3, fid("AlterTableRequest", "environmentContext"), 4), nil
 		}, emptyStruct))
-	register(simple("get_partitions_by_names_req", "get_partitions_by_names",
+	b.lacking(0, simple("get_partitions_by_names_req", "get_partitions_by_names",
 		"Hive 4 wrapper; 3.1.3 has get_partitions_by_names",
-		func(r *wire.Value) (wire.Value, error) {
+		func(r *request) (wire.Value, error) {
 			if isTrue(r.Field(fid("GetPartitionsByNamesRequest", "get_col_stats"))) {
 				return wire.Value{}, refused("get_partitions_by_names_req with get_col_stats=true needs a Hive 4 backend")
 			}
-			return move(r, 1, 1, 2, 2, 3, 3), nil
+			return r.move(1, 1, 2, 2, 3, 3), nil
 		}, inStruct(fid("GetPartitionsByNamesResult", "partitions"))))
-	register(simple("get_partition_req", "get_partition", "Hive 4 wrapper; 3.1.3 has get_partition",
+	b.lacking(0, simple("get_partition_req", "get_partition", "Hive 4 wrapper; 3.1.3 has get_partition",
 		fields(fid("GetPartitionRequest", "dbName"), 1, fid("GetPartitionRequest", "tblName"), 2, fid("GetPartitionRequest", "partVals"), 3),
 		inStruct(fid("GetPartitionResponse", "partition"))))
-	register(simple("get_partitions_req", "get_partitions", "Hive 4 wrapper; 3.1.3 has get_partitions",
+	b.lacking(0, simple("get_partitions_req", "get_partitions", "Hive 4 wrapper; 3.1.3 has get_partitions",
 		fields(fid("PartitionsRequest", "dbName"), 1, fid("PartitionsRequest", "tblName"), 2, fid("PartitionsRequest", "maxParts"), 3),
 		inStruct(fid("PartitionsResponse", "partitions"))))
-	register(simple("fetch_partition_names_req", "get_partition_names", "Hive 4 wrapper; 3.1.3 has get_partition_names",
+	b.lacking(0, simple("fetch_partition_names_req", "get_partition_names", "Hive 4 wrapper; 3.1.3 has get_partition_names",
 		fields(fid("PartitionsRequest", "dbName"), 1, fid("PartitionsRequest", "tblName"), 2, fid("PartitionsRequest", "maxParts"), 3), nil))
-	register(simple("get_partition_names_ps_req", "get_partition_names_ps", "Hive 4 wrapper; 3.1.3 has get_partition_names_ps",
+	b.lacking(0, simple("get_partition_names_ps_req", "get_partition_names_ps", "Hive 4 wrapper; 3.1.3 has get_partition_names_ps",
 		fields(fid("GetPartitionNamesPsRequest", "dbName"), 1, fid("GetPartitionNamesPsRequest", "tblName"), 2,
 			fid("GetPartitionNamesPsRequest", "partValues"), 3, fid("GetPartitionNamesPsRequest", "maxParts"), 4),
 		inStruct(fid("GetPartitionNamesPsResponse", "names"))))
-	register(simple("get_partitions_ps_with_auth_req", "get_partitions_ps_with_auth", "Hive 4 wrapper; 3.1.3 has get_partitions_ps_with_auth",
-		func(r *wire.Value) (wire.Value, error) {
+	b.lacking(0, simple("get_partitions_ps_with_auth_req", "get_partitions_ps_with_auth", "Hive 4 wrapper; 3.1.3 has get_partitions_ps_with_auth",
+		func(r *request) (wire.Value, error) {
 			if isSet(r.Field(fid("GetPartitionsPsWithAuthRequest", "partNames"))) {
 				return wire.Value{}, refused("get_partitions_ps_with_auth_req with partNames needs a Hive 4 backend")
 			}
-			return move(r, fid("GetPartitionsPsWithAuthRequest", "dbName"), 1, fid("GetPartitionsPsWithAuthRequest", "tblName"), 2,
+			return r.move(fid("GetPartitionsPsWithAuthRequest", "dbName"), 1, fid("GetPartitionsPsWithAuthRequest", "tblName"), 2,
 				fid("GetPartitionsPsWithAuthRequest", "partVals"), 3, fid("GetPartitionsPsWithAuthRequest", "maxParts"), 4,
 				fid("GetPartitionsPsWithAuthRequest", "userName"), 5, fid("GetPartitionsPsWithAuthRequest", "groupNames"), 6), nil
 		}, inStruct(fid("GetPartitionsPsWithAuthResponse", "partitions"))))
-	register(simple("get_partitions_by_filter_req", "get_partitions_by_filter", "Hive 4 wrapper; 3.1.3 has get_partitions_by_filter",
+	b.lacking(0, simple("get_partitions_by_filter_req", "get_partitions_by_filter", "Hive 4 wrapper; 3.1.3 has get_partitions_by_filter",
 		fields(fid("GetPartitionsByFilterRequest", "dbName"), 1, fid("GetPartitionsByFilterRequest", "tblName"), 2,
 			fid("GetPartitionsByFilterRequest", "filter"), 3, fid("GetPartitionsByFilterRequest", "maxParts"), 4), nil))
-	register(simple("drop_table_req", "drop_table_with_environment_context", "Hive 4 wrapper; 3.1.3 has drop_table_with_environment_context",
+	b.lacking(0, simple("drop_table_req", "drop_table_with_environment_context", "Hive 4 wrapper; 3.1.3 has drop_table_with_environment_context",
 		fields(fid("DropTableRequest", "dbName"), 1, fid("DropTableRequest", "tableName"), 2,
 			fid("DropTableRequest", "deleteData"), 3, fid("DropTableRequest", "envContext"), 4), nil))
-	register(simple("truncate_table_req", "truncate_table", "Hive 4/HDP wrapper; 3.1.3 has truncate_table",
-		func(r *wire.Value) (wire.Value, error) {
+	b.lacking(0, simple("truncate_table_req", "truncate_table", "Hive 4/HDP wrapper; 3.1.3 has truncate_table",
+		func(r *request) (wire.Value, error) {
 			if positive(r.Field(fid("TruncateTableRequest", "writeId"))) {
 				return wire.Value{}, refused("truncate_table_req with a writeId (transactional truncate) needs a Hive 4 or Hortonworks backend")
 			}
-			return move(r, 1, 1, 2, 2, 3, 3), nil
+			return r.move(1, 1, 2, 2, 3, 3), nil
 		}, emptyStruct))
-	register(simple("rename_partition_req", "rename_partition", "Hive 4/HDP wrapper; 3.1.3 has rename_partition",
+	b.lacking(0, simple("rename_partition_req", "rename_partition", "Hive 4/HDP wrapper; 3.1.3 has rename_partition",
 		fields(fid("RenamePartitionRequest", "dbName"), 1, fid("RenamePartitionRequest", "tableName"), 2,
 			fid("RenamePartitionRequest", "partVals"), 3, fid("RenamePartitionRequest", "newPart"), 4), emptyStruct))
-	register(simple("alter_partitions_req", "alter_partitions_with_environment_context",
+	b.lacking(0, simple("alter_partitions_req", "alter_partitions_with_environment_context",
 		"Hive 4/HDP wrapper; 3.1.3 has alter_partitions_with_environment_context",
-		func(r *wire.Value) (wire.Value, error) {
+		func(r *request) (wire.Value, error) {
 			if positive(r.Field(fid("AlterPartitionsRequest", "writeId"))) {
 				return wire.Value{}, refused("alter_partitions_req with a writeId (transactional alter) needs a Hive 4 or Hortonworks backend")
 			}
-			return move(r, fid("AlterPartitionsRequest", "dbName"), 1, fid("AlterPartitionsRequest", "tableName"), 2,
+			return r.move(fid("AlterPartitionsRequest", "dbName"), 1, fid("AlterPartitionsRequest", "tableName"), 2,
 				fid("AlterPartitionsRequest", "partitions"), 3, fid("AlterPartitionsRequest", "environmentContext"), 4), nil
 		}, emptyStruct))
-	register(&Adapter{Method: "append_partition_req", To: "append_partition_with_environment_context",
+	b.lacking(0, &Adapter{Method: "append_partition_req", To: "append_partition_with_environment_context",
 		Why: "Hive 4 wrapper; 3.1.3 has append_partition(_by_name)_with_environment_context", Run: appendPartitionReq})
-	register(&Adapter{Method: "drop_partition_req", To: "drop_partition_with_environment_context",
+	b.lacking(0, &Adapter{Method: "drop_partition_req", To: "drop_partition_with_environment_context",
 		Why: "Hive 4 wrapper; 3.1.3 has drop_partition(_by_name)_with_environment_context", Run: dropPartitionReq})
-	register(simple("get_fields_req", "get_fields_with_environment_context", "Hive 4 wrapper",
+	b.lacking(0, simple("get_fields_req", "get_fields_with_environment_context", "Hive 4 wrapper",
 		fields(fid("GetFieldsRequest", "dbName"), 1, fid("GetFieldsRequest", "tblName"), 2, fid("GetFieldsRequest", "envContext"), 3),
 		inStruct(fid("GetFieldsResponse", "fields"))))
-	register(simple("get_schema_req", "get_schema_with_environment_context", "Hive 4 wrapper",
+	b.lacking(0, simple("get_schema_req", "get_schema_with_environment_context", "Hive 4 wrapper",
 		fields(fid("GetSchemaRequest", "dbName"), 1, fid("GetSchemaRequest", "tblName"), 2, fid("GetSchemaRequest", "envContext"), 3),
 		inStruct(fid("GetSchemaResponse", "fields"))))
-	register(simple("create_database_req", "create_database", "Hive 4 wrapper; 3.1.3 has create_database(Database)",
-		func(r *wire.Value) (wire.Value, error) {
+	b.lacking(0, simple("create_database_req", "create_database", "Hive 4 wrapper; 3.1.3 has create_database(Database)",
+		func(r *request) (wire.Value, error) {
 			for _, f := range []string{"managedLocationUri", "dataConnectorName", "remote_dbname"} {
 				if isSet(r.Field(fid("CreateDatabaseRequest", f))) {
 					return wire.Value{}, refused("create_database_req with %s needs a Hive 4 backend: the older runtime's Database has no such field", f)
@@ -336,49 +463,32 @@ func init() {
 			if t := r.Field(fid("CreateDatabaseRequest", "type")); t != nil && t.Int != 1 { // DatabaseType.NATIVE=1
 				return wire.Value{}, refused("create_database_req of a REMOTE database needs a Hive 4 backend")
 			}
-			db := move(r, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8)
+			db := r.move(1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8)
 			return wire.Struct(wire.Field{ID: 1, V: db}), nil
 		}, emptyStruct))
-	register(&Adapter{Method: "drop_database_req", To: "drop_database", Why: "Hive 4 wrapper; 3.1.3 has drop_database(name, deleteData, cascade)",
+	b.lacking(0, &Adapter{Method: "drop_database_req", To: "drop_database", Why: "Hive 4 wrapper; 3.1.3 has drop_database(name, deleteData, cascade)",
 		Run: dropDatabaseReq})
-	register(simple("alter_database_req", "alter_database", "Hive 4 wrapper; 3.1.3 has alter_database(dbname, db)",
+	b.lacking(0, simple("alter_database_req", "alter_database", "Hive 4 wrapper; 3.1.3 has alter_database(dbname, db)",
 		fields(1, 1, 2, 2), emptyStruct))
-	register(&Adapter{Method: "get_functions_req", To: "get_functions", Why: "Hive 4 wrapper; 3.1.3 has get_functions + get_function",
+	b.lacking(0, &Adapter{Method: "get_functions_req", To: "get_functions", Why: "Hive 4 wrapper; 3.1.3 has get_functions + get_function",
 		Run: getFunctionsReq})
-	register(simple("get_open_txns_req", "get_open_txns", "Hive 4 wrapper; 3.1.3 has get_open_txns (without txn-type exclusion)",
-		func(r *wire.Value) (wire.Value, error) {
-			if x := r.Field(1); x != nil && len(x.Elems) > 0 {
-				return wire.Value{}, refused("get_open_txns_req with excludeTxnTypes needs a Hive 4 backend")
-			}
-			return wire.Struct(), nil
-		}, nil))
-	for _, m := range []string{"update_table_column_statistics_req", "update_partition_column_statistics_req"} {
-		register(simple(m, "set_aggr_stats_for", "HDP/Hive 4 wrapper; 3.1.3 has set_aggr_stats_for(SetPartitionsStatsRequest)",
-			func(r *wire.Value) (wire.Value, error) {
-				if positive(r.Field(fid("SetPartitionsStatsRequest", "writeId"))) {
-					return wire.Value{}, refused("statistics update with a writeId (transactional table) needs a Hive 4 or Hortonworks backend")
-				}
-				req := move(r, 1, 1, 2, 2)
-				return wire.Struct(wire.Field{ID: 1, V: req}), nil
-			}, inStruct(fid("SetPartitionsStatsResponse", "result"))))
-	}
-	register(&Adapter{Method: "get_all_table_constraints", To: "get_primary_keys",
+	b.txn()
+	b.statistics()
+	b.lacking(0, &Adapter{Method: "get_all_table_constraints", To: "get_primary_keys",
 		Why: "Hive 4 only; 3.1.3 answers the six constraint kinds one call each", Run: allTableConstraints})
-	register(&Adapter{Method: "delete_column_statistics_req", To: "delete_table_column_statistics",
-		Why: "Hive 4 only; 3.1.3 deletes statistics per column (and per partition)", Run: deleteColumnStatisticsReq})
-	register(&Adapter{Method: "get_max_allocated_table_write_id", To: "get_valid_write_ids",
+	b.lacking(0, &Adapter{Method: "get_max_allocated_table_write_id", To: "get_valid_write_ids",
 		Why: "Hive 4 only; the write-id high-water mark of get_valid_write_ids is the max allocated write id", Run: maxAllocatedWriteID})
 
 	// LockType.EXCL_WRITE (Hive 4) does not exist before Hive 4: the closest
 	// lock that is at least as strong is EXCLUSIVE.
-	registerFor(apacheOld, &Adapter{Method: "get_table_names_by_filter", To: "get_tables",
+	b.always(beforeHive4, &Adapter{Method: "get_table_names_by_filter", To: "get_tables",
 		Why: "Hive 4 table-name/type filter keys are unknown before Hive 4", Run: tableNamesByFilter})
-	registerFor(apacheOld, &Adapter{Method: "lock", To: "lock", Why: "EXCL_WRITE lock type is Hive 4 only; EXCLUSIVE is at least as strong",
+	b.always(noExclWrite, &Adapter{Method: "lock", To: "lock", Why: "EXCL_WRITE lock type is Hive 4 only; EXCLUSIVE is at least as strong",
 		Run: lockDowngrade})
 }
 
 func createTableReq(c Caller, args *wire.Value) (wire.Value, error) {
-	r := arg1(args)
+	r := newRequest("create_table_req", args)
 	constraints := false
 	for _, n := range []string{"primaryKeys", "foreignKeys", "uniqueConstraints", "notNullConstraints", "defaultConstraints", "checkConstraints"} {
 		if f := r.Field(fid("CreateTableRequest", n)); f != nil && len(f.Elems) > 0 {
@@ -390,50 +500,69 @@ func createTableReq(c Caller, args *wire.Value) (wire.Value, error) {
 		if isSet(r.Field(env)) {
 			return wire.Value{}, refused("create_table_req with both constraints and an environment context needs a Hive 4 backend: 3.1.3 has no call taking both")
 		}
-		a := move(r, tbl, 1, 3, 2, 4, 3, 5, 4, 6, 5, 7, 6, 8, 7)
+		a := r.move(tbl, 1, 3, 2, 4, 3, 5, 4, 6, 5, 7, 6, 8, 7)
 		for id := int16(2); id <= 7; id++ { // 3.1.3 reads every constraint list; send empty ones
 			if a.Field(id) == nil {
 				a.Set(id, wire.List(wire.TStruct))
 			}
 		}
+		r.carry(env) // absent or empty (checked above)
+		if err := r.leftover(c); err != nil {
+			return wire.Value{}, err
+		}
 		res, err := callInto(c, "create_table_req", "create_table_with_constraints", a)
 		return res.v, err
 	}
-	res, err := callInto(c, "create_table_req", "create_table_with_environment_context", move(r, tbl, 1, env, 2))
+	a := r.move(tbl, 1, env, 2)
+	for _, n := range []string{"primaryKeys", "foreignKeys", "uniqueConstraints", "notNullConstraints", "defaultConstraints", "checkConstraints"} {
+		r.carry(fid("CreateTableRequest", n)) // empty lists: nothing to carry
+	}
+	if err := r.leftover(c); err != nil {
+		return wire.Value{}, err
+	}
+	res, err := callInto(c, "create_table_req", "create_table_with_environment_context", a)
 	return res.v, err
 }
 
 func appendPartitionReq(c Caller, args *wire.Value) (wire.Value, error) {
-	r := arg1(args)
+	r := newRequest("append_partition_req", args)
 	db, tb := fid("AppendPartitionsRequest", "dbName"), fid("AppendPartitionsRequest", "tableName")
 	name, vals, env := fid("AppendPartitionsRequest", "name"), fid("AppendPartitionsRequest", "partVals"), fid("AppendPartitionsRequest", "environmentContext")
-	var res result
-	var err error
+	method, a := "append_partition_with_environment_context", wire.Value{}
 	if isSet(r.Field(name)) {
-		res, err = callInto(c, "append_partition_req", "append_partition_by_name_with_environment_context", move(r, db, 1, tb, 2, name, 3, env, 4))
+		method, a = "append_partition_by_name_with_environment_context", r.move(db, 1, tb, 2, name, 3, env, 4)
+		r.carry(vals) // the name says it
 	} else {
-		res, err = callInto(c, "append_partition_req", "append_partition_with_environment_context", move(r, db, 1, tb, 2, vals, 3, env, 4))
+		a = r.move(db, 1, tb, 2, vals, 3, env, 4)
 	}
+	if err := r.leftover(c); err != nil {
+		return wire.Value{}, err
+	}
+	res, err := callInto(c, "append_partition_req", method, a)
 	return res.v, err
 }
 
 func dropPartitionReq(c Caller, args *wire.Value) (wire.Value, error) {
-	r := arg1(args)
+	r := newRequest("drop_partition_req", args)
 	db, tb := fid("DropPartitionRequest", "dbName"), fid("DropPartitionRequest", "tblName")
 	name, vals := fid("DropPartitionRequest", "partName"), fid("DropPartitionRequest", "partVals")
 	del, env := fid("DropPartitionRequest", "deleteData"), fid("DropPartitionRequest", "environmentContext")
-	var res result
-	var err error
+	method, a := "drop_partition_with_environment_context", wire.Value{}
 	if isSet(r.Field(name)) {
-		res, err = callInto(c, "drop_partition_req", "drop_partition_by_name_with_environment_context", move(r, db, 1, tb, 2, name, 3, del, 4, env, 5))
+		method, a = "drop_partition_by_name_with_environment_context", r.move(db, 1, tb, 2, name, 3, del, 4, env, 5)
+		r.carry(vals)
 	} else {
-		res, err = callInto(c, "drop_partition_req", "drop_partition_with_environment_context", move(r, db, 1, tb, 2, vals, 3, del, 4, env, 5))
+		a = r.move(db, 1, tb, 2, vals, 3, del, 4, env, 5)
 	}
+	if err := r.leftover(c); err != nil {
+		return wire.Value{}, err
+	}
+	res, err := callInto(c, "drop_partition_req", method, a)
 	return res.v, err
 }
 
 func dropDatabaseReq(c Caller, args *wire.Value) (wire.Value, error) {
-	r := arg1(args)
+	r := newRequest("drop_database_req", args)
 	if isTrue(r.Field(fid("DropDatabaseRequest", "softDelete"))) {
 		return wire.Value{}, refused("drop_database_req with softDelete=true needs a Hive 4 backend")
 	}
@@ -455,7 +584,11 @@ func dropDatabaseReq(c Caller, args *wire.Value) (wire.Value, error) {
 		}
 		return got.v, nil
 	}
-	a := move(r, fid("DropDatabaseRequest", "name"), 1, fid("DropDatabaseRequest", "deleteData"), 2, fid("DropDatabaseRequest", "cascade"), 3)
+	a := r.move(fid("DropDatabaseRequest", "name"), 1, fid("DropDatabaseRequest", "deleteData"), 2, fid("DropDatabaseRequest", "cascade"), 3)
+	r.carry(fid("DropDatabaseRequest", "ignoreUnknownDb"), fid("DropDatabaseRequest", "softDelete")) // both handled above
+	if err := r.leftover(c); err != nil {
+		return wire.Value{}, err
+	}
 	res, err := callInto(c, "drop_database_req", "drop_database", a)
 	return res.v, err
 }
@@ -552,12 +685,19 @@ func allTableConstraints(c Caller, args *wire.Value) (wire.Value, error) {
 // the table's own; on an unpartitioned table it deletes the table's.
 func deleteColumnStatisticsReq(c Caller, args *wire.Value) (wire.Value, error) {
 	const m = "delete_column_statistics_req"
-	r := arg1(args)
+	r := newRequest(m, args)
 	db, tb := r.Field(fid("DeleteColumnStatisticsRequest", "db_name")), r.Field(fid("DeleteColumnStatisticsRequest", "tbl_name"))
 	if db == nil || tb == nil {
 		return wire.Value{}, refused("delete_column_statistics_req needs db_name and tbl_name")
 	}
-	engine := r.Field(fid("DeleteColumnStatisticsRequest", "engine"))
+	// engine is the guard's: "hive" (the default) is what the older
+	// positional calls delete, any other engine is refused there.
+	r.carry(fid("DeleteColumnStatisticsRequest", "db_name"), fid("DeleteColumnStatisticsRequest", "tbl_name"),
+		fid("DeleteColumnStatisticsRequest", "col_names"), fid("DeleteColumnStatisticsRequest", "part_names"),
+		fid("DeleteColumnStatisticsRequest", "tableLevel"))
+	if err := r.leftover(c); err != nil {
+		return wire.Value{}, err
+	}
 	cols := []wire.Value{{}} // zero Value: every column (argument left out)
 	if l := r.Field(fid("DeleteColumnStatisticsRequest", "col_names")); l != nil && len(l.Elems) > 0 {
 		cols = l.Elems
@@ -601,9 +741,6 @@ func deleteColumnStatisticsReq(c Caller, args *wire.Value) (wire.Value, error) {
 			if col.Type != 0 {
 				a.Set(3, col)
 			}
-			if engine != nil {
-				a.Set(4, *engine)
-			}
 			if v, stop, err := call("delete_table_column_statistics", a); stop {
 				return v, err
 			}
@@ -613,9 +750,6 @@ func deleteColumnStatisticsReq(c Caller, args *wire.Value) (wire.Value, error) {
 			a := wire.Struct(wire.Field{ID: 1, V: *db}, wire.Field{ID: 2, V: *tb}, wire.Field{ID: 3, V: p})
 			if col.Type != 0 {
 				a.Set(4, col)
-			}
-			if engine != nil {
-				a.Set(5, *engine)
 			}
 			if v, stop, err := call("delete_partition_column_statistics", a); stop {
 				return v, err

@@ -26,25 +26,59 @@ type Runtime struct {
 	Name    string // configuration value, e.g. APACHE_3_1_3
 	Bit     thriftgen.ProfileSet
 	Version string // what getVersion answers for a front door of this profile
+	Label   string // short label in generated tables (3.1.3, HDP-78)
 	// Hortonworks runtimes carry the HDP-only methods.
 	Hortonworks bool
+	// Hive4 runtimes speak Hive 4's API generation (its filter keys, its
+	// *_req wrappers); the others predate it.
+	Hive4 bool
 }
 
-var runtimes = []*Runtime{
-	{Name: "APACHE_3_1_3", Bit: thriftgen.ProfileApache313, Version: "3.1.3"},
-	{Name: "APACHE_4_1_0", Bit: thriftgen.ProfileApache410, Version: "4.1.0"},
-	{Name: "HORTONWORKS_3_1_0_3_1_0_78", Bit: thriftgen.ProfileHDP78, Version: "3.1.0.3.1.0.0-78", Hortonworks: true},
-	{Name: "HORTONWORKS_3_1_0_3_1_5_6150_1", Bit: thriftgen.ProfileHDP315, Version: "3.1.0.3.1.5.6150-1", Hortonworks: true},
+// profiles is the registry of runtime profiles, in thriftgen's profile
+// order: the one place a new profile is added (with its adapters). The
+// adapters, the dialects, the router and the generated docs derive their
+// profile lists from it; configs keeps its own constants (it imports no
+// project package) and a test holds the two lists equal. Read-only.
+var profiles = [...]Runtime{
+	{Name: "APACHE_3_1_3", Bit: thriftgen.ProfileApache313, Version: "3.1.3", Label: "3.1.3"},
+	{Name: "APACHE_4_1_0", Bit: thriftgen.ProfileApache410, Version: "4.1.0", Label: "4.1.0", Hive4: true},
+	{Name: "HORTONWORKS_3_1_0_3_1_0_78", Bit: thriftgen.ProfileHDP78, Version: "3.1.0.3.1.0.0-78", Label: "HDP-78", Hortonworks: true},
+	{Name: "HORTONWORKS_3_1_0_3_1_5_6150_1", Bit: thriftgen.ProfileHDP315, Version: "3.1.0.3.1.5.6150-1", Label: "HDP-3.1.5", Hortonworks: true},
+}
+
+// Runtimes lists every runtime profile in canonical order. The runtimes are
+// shared: read them, never change them.
+func Runtimes() []*Runtime {
+	out := make([]*Runtime, len(profiles))
+	for i := range profiles {
+		out[i] = &profiles[i]
+	}
+	return out
 }
 
 // Lookup returns the runtime of a profile name.
 func Lookup(name string) (*Runtime, error) {
-	for _, r := range runtimes {
-		if r.Name == name {
-			return r, nil
+	for i := range profiles {
+		if profiles[i].Name == name {
+			return &profiles[i], nil
 		}
 	}
-	return nil, fmt.Errorf("unknown runtime profile %q", name)
+	var names []string
+	for _, r := range Runtimes() {
+		names = append(names, r.Name)
+	}
+	return nil, fmt.Errorf("unknown runtime profile %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// runtimesWhere is the set of runtimes a predicate holds for.
+func runtimesWhere(pred func(*Runtime) bool) thriftgen.ProfileSet {
+	var set thriftgen.ProfileSet
+	for _, r := range Runtimes() {
+		if pred(r) {
+			set |= r.Bit
+		}
+	}
+	return set
 }
 
 // Has reports whether the runtime's own API has the method.
@@ -72,23 +106,6 @@ var hortonworksOnly = map[string]bool{
 	"get_all_materialized_view_objects_for_rewriting": true,
 }
 
-// Plan says how method reaches runtime r, with the adapter when Adapted.
-func (r *Runtime) Plan(method string) (Mode, *Adapter) {
-	if a := adapters[key{r.Bit, method}]; a != nil {
-		return Adapted, a
-	}
-	if r.Has(method) {
-		return Native, nil
-	}
-	if a := adaptersAny[method]; a != nil && a.applies(r) {
-		return Adapted, a
-	}
-	if hortonworksOnly[method] {
-		return HortonworksOnly, nil
-	}
-	return Unsupported, nil
-}
-
 // UnsupportedMessage is the UNKNOWN_METHOD text for a call with no safe
 // mapping to the runtime.
 func UnsupportedMessage(method, catalog string, r *Runtime) string {
@@ -100,7 +117,7 @@ func UnsupportedMessage(method, catalog string, r *Runtime) string {
 // at a runtime without it.
 func HortonworksMessage(method, catalog string, r *Runtime) string {
 	var have []string
-	for _, x := range runtimes {
+	for _, x := range Runtimes() {
 		if x.Has(method) {
 			have = append(have, x.Name)
 		}
@@ -114,6 +131,14 @@ func HortonworksMessage(method, catalog string, r *Runtime) string {
 // backend is returned as *AppError.
 type Caller interface {
 	Call(method string, args wire.Value) (wire.Value, error)
+	// Runtime is the backend's runtime profile.
+	Runtime() *Runtime
+	// Leftover applies the guard's rule (Guard.Leftover) to the fields of
+	// the client's request struct req (named structName) that an adapter of
+	// method does not carry to the backend: a refusal for a value the
+	// runtime cannot honour, a recorded drop for one it implies. It checks
+	// nothing for reads.
+	Leftover(method string, req *wire.Value, structName string, carried func(id int16) bool) error
 }
 
 // AppError is a TApplicationException answered by a backend.

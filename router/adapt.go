@@ -13,22 +13,55 @@ import (
 type backendCaller struct {
 	ctx     context.Context
 	b       *Backend
+	rt      *compat.Runtime
 	dialect *compat.Dialect
-	guard   *compat.Guard // set for writes: refuse what the runtime would drop
+	guard   *compat.Guard // drop implied fields; for writes (strict) refuse what the runtime would lose
+	strict  bool
 	trace   Tracer
 	id      uint64 // request id (tracing)
 	seq     int32
+	dropped []guardDrop
+}
+
+// guardDrop is one field the guard left out, with the call it was left out
+// of (the client's method for request fields an adapter does not carry).
+type guardDrop struct {
+	from string
+	d    compat.Drop
+}
+
+func (bc *backendCaller) Runtime() *compat.Runtime { return bc.rt }
+
+func (bc *backendCaller) Leftover(method string, req *wire.Value, structName string, carried func(int16) bool) error {
+	if !bc.strict {
+		return nil // a read: request fields left behind are hints
+	}
+	drops, err := bc.guard.Leftover(method, req, structName, carried)
+	for _, d := range drops {
+		bc.dropped = append(bc.dropped, guardDrop{method, d})
+	}
+	return err
 }
 
 func (bc *backendCaller) Call(method string, args wire.Value) (wire.Value, error) {
 	bc.seq++
-	req := wire.AppendMessage(nil, wire.Header{Name: method, Type: wire.Call, SeqID: bc.seq}, &args)
-	var err error
+	body := args.Encode()
 	if bc.guard != nil {
-		if err := bc.guard.Check(method, args.Encode()); err != nil {
+		check := bc.guard.Trim
+		if bc.strict {
+			check = bc.guard.Check
+		}
+		v, err := check(method, body)
+		if err != nil {
 			return wire.Value{}, err
 		}
+		body = wire.Apply(nil, body, v.Patches)
+		for _, d := range v.Dropped {
+			bc.dropped = append(bc.dropped, guardDrop{method, d})
+		}
 	}
+	req := append(wire.AppendHeader(nil, wire.Header{Name: method, Type: wire.Call, SeqID: bc.seq}), body...)
+	var err error
 	if bc.dialect.Touches(method, false) {
 		if req, err = remapMessage(req, bc.dialect.ToWire, false); err != nil {
 			return wire.Value{}, err
@@ -49,13 +82,13 @@ func (bc *backendCaller) Call(method string, args wire.Value) (wire.Value, error
 		typ, msg, _ := wire.ParseAppException(reply.Body())
 		return wire.Value{}, &compat.AppError{Type: typ, Message: msg}
 	}
-	body := reply.Body()
+	rbody := reply.Body()
 	if bc.dialect.Touches(method, true) {
-		if body, err = bc.dialect.ToCanonical(method, true, body); err != nil {
+		if rbody, err = bc.dialect.ToCanonical(method, true, rbody); err != nil {
 			return wire.Value{}, err
 		}
 	}
-	return wire.DecodeStruct(body)
+	return wire.DecodeStruct(rbody)
 }
 
 // remapMessage applies a dialect mapping to the body of a whole message.
@@ -115,6 +148,31 @@ func (r *Router) serveDialect(ctx context.Context, req *request, d *compat.Diale
 	req.out = append(req.out[:mark+reply.BodyOff], mapped...)
 }
 
+// guardCall applies the catalog's lossless-write guard to the arguments of
+// a call forwarded as it is (body: canonical ids, after the inward name
+// rewrites): fields the backend runtime lacks but implies are spliced out,
+// each counted in hms_proxy_backend_fallback_total with to_api
+// "dropped_default:<Struct.field>"; for a write, anything else it lacks
+// refuses the call (for a read it goes through as a hint). It returns the
+// body to send (body itself when nothing was dropped).
+func (r *Router) guardCall(req *request, cat *Catalog, body []byte, write bool) ([]byte, error) {
+	check := r.guards[cat].Trim
+	if write {
+		check = r.guards[cat].Check
+	}
+	v, err := check(req.plan.Spec.Name, body)
+	if err != nil || len(v.Patches) == 0 {
+		return body, err
+	}
+	for _, d := range v.Dropped {
+		if r.metrics != nil {
+			r.metrics.BackendFallback(req.msg.Name, req.plan.Spec.Name, d.API())
+		}
+	}
+	req.fallback = true
+	return wire.Apply(nil, body, v.Patches), nil
+}
+
 // optionalReads answer empty on any backend failure: they only carry
 // optional workload-management and diagnostic data.
 var optionalReads = map[string]bool{"get_active_resource_plan": true, "get_all_resource_plans": true, "get_runtime_stats": true}
@@ -169,8 +227,8 @@ func zeroValue(t *thriftgen.Type, depth int) wire.Value {
 // requiredSomewhere: a field any profile requires must be present, or that
 // profile's client fails to read the answer.
 func requiredSomewhere(f *thriftgen.Field) bool {
-	for _, p := range []thriftgen.ProfileSet{thriftgen.ProfileApache313, thriftgen.ProfileApache410, thriftgen.ProfileHDP78, thriftgen.ProfileHDP315} {
-		if f.RequirednessIn(p) == thriftgen.RequirednessRequired {
+	for _, rt := range compat.Runtimes() {
+		if f.RequirednessIn(rt.Bit) == thriftgen.RequirednessRequired {
 			return true
 		}
 	}

@@ -46,10 +46,12 @@ func (r *Router) execNative(ctx context.Context, x *Exchange) error {
 		buf = wire.Apply(buf, m.Body(), p.Patches)
 	}
 	*reqp = buf
-	if p.Writes {
-		if err := r.guards[cat].Check(spec.Name, buf[bodyAt:]); err != nil {
-			return &Refusal{Kind: RefuseMeta, Reason: "lossless", Message: fmt.Sprintf("%s on catalog %s refused: %v", m.Name, cat.Name, err)}
-		}
+	// compat guard: implied fields dropped (counted); for writes the rest refused
+	if body, err := r.guardCall(req, cat, buf[bodyAt:], p.Writes); err != nil {
+		return &Refusal{Kind: RefuseMeta, Reason: "lossless", Message: fmt.Sprintf("%s on catalog %s refused: %v", m.Name, cat.Name, err)}
+	} else if len(body) != len(buf)-bodyAt { // drops only shorten the body
+		buf = append(buf[:bodyAt], body...)
+		*reqp = buf
 	}
 	dialect := r.dialects[cat]
 	if dialect.Touches(spec.Name, false) {
@@ -106,13 +108,14 @@ func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
 	if err != nil {
 		return &Refusal{Kind: RefuseProtocol, Reason: "bad_arguments", Message: m.Name + ": cannot read arguments: " + err.Error()}
 	}
-	bc := &backendCaller{ctx: ctx, b: r.backends[cat], dialect: r.dialects[cat], trace: r.trace, id: req.info.ID}
-	if req.plan.Writes {
-		bc.guard = r.guards[cat]
-	}
+	bc := &backendCaller{ctx: ctx, b: r.backends[cat], rt: r.runtimes[cat], dialect: r.dialects[cat], trace: r.trace,
+		id: req.info.ID, guard: r.guards[cat], strict: req.plan.Writes}
 	res, err := ad.Run(bc, &v)
 	if r.metrics != nil {
-		r.metrics.BackendFallback(m.Name, m.Name, ad.To)
+		r.metrics.BackendFallback(m.Name, m.Name, ad.ToAPI())
+		for _, d := range bc.dropped {
+			r.metrics.BackendFallback(m.Name, d.from, d.d.API())
+		}
 	}
 	req.fallback = true
 	if err != nil {

@@ -430,7 +430,7 @@ func (r *Router) planSingle(req *request) {
 	p.Kind, p.Target = PlanSingle, cat
 	p.Writes = spec.IsWrite() && writesData(spec, m.Body())
 	runtime := r.runtimes[cat]
-	p.Mode, p.Adapter = runtime.Plan(spec.Name)
+	p.Mode, p.Adapter = r.adapters.Plan(runtime, spec.Name)
 	switch p.Mode {
 	case compat.HortonworksOnly:
 		p.Kind, p.Refusal = PlanRefuse, refusal(RefuseMeta, "hortonworks_only", "%s", compat.HortonworksMessage(m.Name, cat.Name, runtime))

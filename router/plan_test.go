@@ -143,7 +143,7 @@ func TestPlannerOverEveryMethodRow(t *testing.T) {
 			// namespace-less write.
 			switch p.Refusal.Reason {
 			case "hortonworks_only", "unsupported":
-				if mode, _ := r.runtimes[c2].Plan(m.Name); mode != compat.HortonworksOnly && mode != compat.Unsupported {
+				if mode, _ := r.adapters.Plan(r.runtimes[c2], m.Name); mode != compat.HortonworksOnly && mode != compat.Unsupported {
 					t.Errorf("%s refused as %s, but catalog2's runtime serves it", m.Name, p.Refusal.Reason)
 				}
 			case "namespace_less":

@@ -36,6 +36,9 @@ type Options struct {
 	Tracer Tracer
 	// Dial overrides backend dialing (tests, later: SASL); nil = TCP.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Adapters are the compatibility adapters calls are planned with;
+	// nil = compat.NewAdapters().
+	Adapters *compat.Adapters
 	// Outer middlewares run first (rate limits); Inner ones after access
 	// mode and exposure, just before the executor (guards, lock shim,
 	// breakers). See chain.go.
@@ -50,7 +53,8 @@ type Router struct {
 	policies map[*Catalog]*Policy
 	runtimes map[*Catalog]*compat.Runtime
 	dialects map[*Catalog]*compat.Dialect // backend field-id dialects (HDP 3.1.5 Table)
-	guards   map[*Catalog]*compat.Guard   // refuse writes the backend runtime would silently drop
+	guards   map[*Catalog]*compat.Guard   // drop implied fields; refuse writes the backend runtime would silently lose
+	adapters *compat.Adapters
 	metrics  *monitoring.Metrics
 	audit    *audit.Logger
 	log      *slog.Logger
@@ -90,6 +94,11 @@ func New(opt Options) (*Router, error) {
 		r.log = slog.Default()
 	}
 	r.logs = newLogLimiter(r.log, time.Second)
+	if r.adapters = opt.Adapters; r.adapters == nil {
+		if r.adapters, err = compat.NewAdapters(); err != nil {
+			return nil, err
+		}
+	}
 	r.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	var cats []*Catalog
 	byName := map[string]*configs.CatalogConfig{}

@@ -64,9 +64,14 @@ func RunScenario(client Version, uri string, scenario string, args ...string) ([
 	}
 	jargs := append([]string{}, driverJVM...)
 	jargs = append(jargs, flags...)
+	cp := driverJar(client) + string(filepath.ListSeparator) + filepath.Join(libDir(client), "*")
+	if scenario == "iceberg" {
+		// Iceberg first: Hive 4.1's hive-exec bundles older copies of some of its libraries (Parquet).
+		cp = filepath.Join(icebergDir(client), "*") + string(filepath.ListSeparator) + cp
+	}
 	jargs = append(jargs,
 		"-D"+RunProperty+"="+runID,
-		"-cp", driverJar(client)+string(filepath.ListSeparator)+filepath.Join(libDir(client), "*"),
+		"-cp", cp,
 		"hmsbed.Driver", "--uri", uri, "--scenario", scenario)
 	jargs = append(jargs, args...)
 

@@ -92,6 +92,11 @@ func driverJar(v Version) string {
 	return filepath.Join(resolved(filepath.Join(Cache(), "build", string(v))), "hmsbed-driver.jar")
 }
 
+// icebergDir holds the jars of Iceberg's Hive catalog (and what it needs beyond libDir) for the iceberg scenario.
+func icebergDir(v Version) string {
+	return filepath.Join(resolved(filepath.Join(Cache(), "build", string(v))), "iceberg")
+}
+
 func derbyTemplate(v Version) string {
 	return filepath.Join(resolved(filepath.Join(Cache(), "derby", string(v))), "metastore_db")
 }

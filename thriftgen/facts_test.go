@@ -370,3 +370,36 @@ func TestSchemaTablesConsistent(t *testing.T) {
 		t.Errorf("struct Type Go name %s", g)
 	}
 }
+
+// IDL defaults reach the generated tables with their values; fields without one have none. The compat layer's
+// lossless-write guard relies on them (a field an older runtime lacks is dropped only at its default).
+func TestIDLDefaults(t *testing.T) {
+	field := func(s, f string) *Field {
+		st := LookupStruct(s)
+		if st == nil || st.FieldByName(f) == nil {
+			t.Fatalf("no field %s.%s", s, f)
+		}
+		return st.FieldByName(f)
+	}
+	for _, c := range []struct {
+		s, f string
+		want *Default
+	}{
+		{"Table", "writeId", &Default{Int: -1}},
+		{"Table", "ownerType", &Default{Int: 1}}, // PrincipalType.USER
+		{"OpenTxnRequest", "txn_type", &Default{Int: 0}},
+		{"OpenTxnRequest", "agentInfo", &Default{Str: "Unknown"}},
+		{"AllocateTableWriteIdsRequest", "reallocate", &Default{Int: 0}},
+		{"ColumnStatistics", "engine", &Default{Str: "hive"}},
+		{"CommitTxnRequest", "exclWriteEnabled", &Default{Int: 1}},
+		{"LockRequest", "zeroWaitReadEnabled", &Default{Int: 0}},
+		{"get_partitions_args", "max_parts", &Default{Int: -1}},
+		{"AddPartitionsRequest", "skipColumnSchemaForPartition", nil}, // no IDL default
+		{"Table", "id", nil},
+	} {
+		got := field(c.s, c.f).Default
+		if (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
+			t.Errorf("%s.%s default = %+v, want %+v", c.s, c.f, got, c.want)
+		}
+	}
+}

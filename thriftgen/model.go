@@ -203,6 +203,15 @@ type Field struct {
 	Profiles   ProfileSet
 	RequiredIn ProfileSet
 	OptionalIn ProfileSet
+	// Default is the IDL default ("6: optional bool reallocate = false"), the same in every profile that has the
+	// field; nil when the IDL gives none.
+	Default *Default
+}
+
+// Default is a field's IDL default: Int holds a bool (0 or 1), an integer or an enum's number, Str a string.
+type Default struct {
+	Int int64
+	Str string
 }
 
 // RequirednessIn returns the field's requiredness in profile p (a single profile). For example

@@ -20,6 +20,9 @@ const CapabilitiesFile = "compat/capabilities.json"
 type File struct {
 	Comment      string        `json:"$comment,omitempty"`
 	Capabilities []*Capability `json:"capabilities"`
+	// Surveys: method-level accounts of what a client population calls
+	// (read from its sources) and what each call gets.
+	Surveys []*Survey `json:"surveys,omitempty"`
 }
 
 // Capability is one row of the public compatibility matrix: a client
@@ -198,6 +201,9 @@ func (f *File) Validate(mx *Matrix) []error {
 			}
 		}
 		errs = append(errs, checkAgainstCode(c, mx)...)
+	}
+	for _, sv := range f.Surveys {
+		errs = append(errs, checkSurvey(sv, mx)...)
 	}
 	return errs
 }

@@ -42,17 +42,10 @@ type Backend struct {
 	Label   string // short column label
 }
 
-// shortLabel is the column label of a profile.
+// shortLabel is the column label of a profile (the registry's label).
 func shortLabel(name string) string {
-	switch name {
-	case "APACHE_3_1_3":
-		return "3.1.3"
-	case "APACHE_4_1_0":
-		return "4.1.0"
-	case "HORTONWORKS_3_1_0_3_1_0_78":
-		return "HDP-78"
-	case "HORTONWORKS_3_1_0_3_1_5_6150_1":
-		return "HDP-3.1.5"
+	if rt, err := compat.Lookup(name); err == nil {
+		return rt.Label
 	}
 	return name
 }
@@ -76,6 +69,7 @@ type Matrix struct {
 	Rows     []*MethodRow
 	byName   map[string]*MethodRow
 	Families []router.Family // every family the method table uses, sorted
+	Adapters *compat.Adapters
 }
 
 // Row returns the row of an RPC, nil when the canonical API lacks it.
@@ -99,12 +93,13 @@ func BuildMatrix() (*Matrix, error) {
 		return nil, err
 	}
 	mx := &Matrix{byName: map[string]*MethodRow{}}
-	for _, name := range thriftgen.ProfileNames() {
-		rt, err := compat.Lookup(name)
-		if err != nil {
-			return nil, err
-		}
-		mx.Backends = append(mx.Backends, Backend{Runtime: rt, Label: shortLabel(name)})
+	ads, err := compat.NewAdapters()
+	if err != nil {
+		return nil, err
+	}
+	mx.Adapters = ads
+	for _, rt := range compat.Runtimes() {
+		mx.Backends = append(mx.Backends, Backend{Runtime: rt, Label: rt.Label})
 	}
 	reach := newReach()
 	families := map[router.Family]bool{}
@@ -118,7 +113,7 @@ func BuildMatrix() (*Matrix, error) {
 		row.Routing, row.AlwaysRefused = routingNote(spec)
 		row.Fallback = fallbackNote(spec)
 		for _, b := range mx.Backends {
-			row.Cells = append(row.Cells, outcome(spec, b.Runtime, reach))
+			row.Cells = append(row.Cells, outcome(spec, ads, b.Runtime, reach))
 		}
 		mx.Rows = append(mx.Rows, row)
 		mx.byName[m.Name] = row
@@ -132,7 +127,7 @@ func BuildMatrix() (*Matrix, error) {
 
 // outcome is what the router does with the RPC on a backend of runtime rt:
 // the specials it serves itself first, then compat's plan.
-func outcome(spec *router.Spec, rt *compat.Runtime, reach *reach) Outcome {
+func outcome(spec *router.Spec, ads *compat.Adapters, rt *compat.Runtime, reach *reach) Outcome {
 	switch spec.Special {
 	case router.LocalCatalogs, router.LocalSetUGI, router.LocalVersion:
 		return Outcome{Kind: ProxyAnswers}
@@ -141,7 +136,7 @@ func outcome(spec *router.Spec, rt *compat.Runtime, reach *reach) Outcome {
 	case router.DropOneway:
 		return Outcome{Kind: NotForwarded}
 	}
-	mode, ad := rt.Plan(spec.Name)
+	mode, ad := ads.Plan(rt, spec.Name)
 	switch mode {
 	case compat.Adapted:
 		return Outcome{Kind: Adapted, Adapter: ad}

@@ -70,8 +70,11 @@ func describe(o Outcome) string {
 		}
 		return "native"
 	case Adapted:
-		if o.Adapter.To == o.Adapter.Method {
+		switch o.Adapter.To {
+		case o.Adapter.Method:
 			return "adapted (" + o.Adapter.To + ", arguments rewritten)"
+		case "":
+			return "adapted (answered by the proxy, no backend call)"
 		}
 		return "adapted → " + o.Adapter.To
 	case HDPRefusal:
@@ -101,7 +104,7 @@ func RenderCompatibility(f *File, mx *Matrix) string {
 	w("  with the tests that prove it (data: `%s`).\n", CapabilitiesFile)
 	w("- [Method matrix](#method-matrix): every RPC of the canonical API (%d, Hive 3.1.3 ∪ 4.1.0 ∪ HDP 3.1.0.x, HMS and\n", len(mx.Rows))
 	w("  fb303) with its family, classes, the profiles that have it, and what each backend runtime gets — computed from\n")
-	w("  `thriftgen` (schema), `router.BuildTable()` (routing) and `compat.Runtime.Plan` (adapters).\n\n")
+	w("  `thriftgen` (schema), `router.BuildTable()` (routing) and `compat.Adapters.Plan` (adapters).\n\n")
 	w("Refresh after changing either: `%s`.\n\n", Command)
 
 	// Profiles.
@@ -195,8 +198,14 @@ func RenderCompatibility(f *File, mx *Matrix) string {
 				on = append(on, bk.Label)
 			}
 		}
-		w("| %s | %s | %s | %s |\n", code(a.Method), code(a.To), strings.Join(on, ", "), cell(a.Why))
+		to := code(a.To)
+		if a.To == "" {
+			to = "none (answered by the proxy)"
+		}
+		w("| %s | %s | %s | %s |\n", code(a.Method), to, strings.Join(on, ", "), cell(a.Why))
 	}
+
+	renderSurveys(w, f, mx)
 
 	// Dialects.
 	w("\n## Field-id dialects\n\n")

@@ -251,6 +251,10 @@ type adapterRow struct {
 }
 
 func adapterRows() []adapterRow {
+	return append(baseAdapterRows(), hive4ClientAdapterRows()...) // the latter: hive4client_test.go
+}
+
+func baseAdapterRows() []adapterRow {
 	return []adapterRow{
 		// ---- upgrades: positional reads served by a Hive 4.1 backend ----
 		{name: "get_table", method: "get_table", hive4: true, run: func(t *testing.T, e *adapterEnv) {
@@ -763,10 +767,11 @@ func adapterRows() []adapterRow {
 				t.Fatalf("catalog2 received %v", m)
 			}
 		}},
-		{name: "get_open_txns_req with excludeTxnTypes", method: "get_open_txns_req", refusal: true, run: func(t *testing.T, e *adapterEnv) {
-			_, err := e.c4.GetOpenTxnsReq(ctx(t), &thriftgen.GetOpenTxnsRequest{ExcludeTxnTypes: []thriftgen.TxnType{thriftgen.TxnType_READ_ONLY}})
+		{name: "get_open_txns_req excluding REPL_CREATED", method: "get_open_txns_req", refusal: true, run: func(t *testing.T, e *adapterEnv) {
+			// 3.1.3 lists replication-created transactions with the others.
+			_, err := e.c4.GetOpenTxnsReq(ctx(t), &thriftgen.GetOpenTxnsRequest{ExcludeTxnTypes: []thriftgen.TxnType{thriftgen.TxnType_READ_ONLY, thriftgen.TxnType_REPL_CREATED}})
 			// get_open_txns_req declares no exception: the refusal is a TApplicationException.
-			adAppErr(t, err, thrift.INTERNAL_ERROR, "catalog1", "excludeTxnTypes")
+			adAppErr(t, err, thrift.INTERNAL_ERROR, "catalog1", "REPL_CREATED")
 			e.noBackendCall(t, "a refused get_open_txns_req")
 		}},
 		{name: "update_table_column_statistics_req", method: "update_table_column_statistics_req", run: func(t *testing.T, e *adapterEnv) {
@@ -780,9 +785,9 @@ func adapterRows() []adapterRow {
 			if err != nil || len(cs.StatsObj) != 1 || cs.StatsObj[0].StatsData.LongStats.NumDVs != 42 {
 				t.Fatalf("the backend holds %+v %v", cs, err)
 			}
-			calls := e.backendSaw(t, e.tap2, "update_table_column_statistics_req", e.db, "set_aggr_stats_for")
-			if d := adAt(&calls[0].Args, 1, 1); d == nil || len(d.Elems) != 1 || adAt(&d.Elems[0], 1, 2).String() != e.db {
-				t.Fatal("set_aggr_stats_for did not carry the statistics with the internal database name")
+			calls := e.backendSaw(t, e.tap2, "update_table_column_statistics_req", e.db, "update_table_column_statistics")
+			if d := adAt(&calls[0].Args, 1, 1); d == nil || adAt(d, 2).String() != e.db {
+				t.Fatal("update_table_column_statistics did not carry the statistics with the internal database name")
 			}
 		}},
 		{name: "update_table_column_statistics_req with a writeId", method: "update_table_column_statistics_req", refusal: true, run: func(t *testing.T, e *adapterEnv) {
@@ -801,7 +806,7 @@ func adapterRows() []adapterRow {
 			if err != nil || len(cs.StatsObj) != 1 || cs.StatsObj[0].StatsData.LongStats.NumDVs != 17 {
 				t.Fatalf("the backend holds %+v %v", cs, err)
 			}
-			e.backendSaw(t, e.tap2, "update_partition_column_statistics_req", e.db, "set_aggr_stats_for")
+			e.backendSaw(t, e.tap2, "update_partition_column_statistics_req", e.db, "update_partition_column_statistics")
 		}},
 		{name: "get_all_table_constraints", method: "get_all_table_constraints", run: func(t *testing.T, e *adapterEnv) {
 			tb := table(e.db, "tc")
@@ -1025,7 +1030,11 @@ func adLongStats(db, tbl, part string, ndv int64) *thriftgen.ColumnStatistics {
 // The table must prove every adapter: a new adapter without a row fails here.
 func TestAdapterTableCoversEveryAdapter(t *testing.T) {
 	adapters := map[string]bool{}
-	for _, a := range compat.Adapters() {
+	ads, err := compat.NewAdapters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range ads.All() {
 		adapters[a.Method] = true
 	}
 	proven := map[string]bool{}

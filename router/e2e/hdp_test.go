@@ -202,7 +202,7 @@ func TestHDP315ClientOnApache313Backend(t *testing.T) {
 		t.Fatalf("rename_partition_req did not reach the backend: %v %v", names, err)
 	}
 
-	// update_table/partition_column_statistics_req -> set_aggr_stats_for
+	// update_table/partition_column_statistics_req -> update_table/partition_column_statistics
 	stats := func(tableLevel bool, partName *string, ndv int64) *thriftgen.SetPartitionsStatsRequest {
 		lo, hi := int64(1), int64(100)
 		return &thriftgen.SetPartitionsStatsRequest{ColStats: []*thriftgen.ColumnStatistics{{
@@ -214,7 +214,7 @@ func TestHDP315ClientOnApache313Backend(t *testing.T) {
 	if r, err := c.UpdateTableColumnStatisticsReq(hctx, stats(true, nil, 11)); err != nil || !r.Result {
 		t.Fatalf("update_table_column_statistics_req: %+v %v", r, err)
 	}
-	fallbacks(t, p, "update_table_column_statistics_req", "set_aggr_stats_for")
+	fallbacks(t, p, "update_table_column_statistics_req", "update_table_column_statistics")
 	if cs, err := direct.GetTableColumnStatistics(ctx(t), db, "t", "id"); err != nil || cs.StatsObj[0].StatsData.LongStats.NumDVs != 11 {
 		t.Fatalf("table statistics did not reach the backend: %+v %v", cs, err)
 	}
@@ -222,7 +222,7 @@ func TestHDP315ClientOnApache313Backend(t *testing.T) {
 	if r, err := c.UpdatePartitionColumnStatisticsReq(hctx, stats(false, &p2, 22)); err != nil || !r.Result {
 		t.Fatalf("update_partition_column_statistics_req: %+v %v", r, err)
 	}
-	fallbacks(t, p, "update_partition_column_statistics_req", "set_aggr_stats_for")
+	fallbacks(t, p, "update_partition_column_statistics_req", "update_partition_column_statistics")
 	if cs, err := direct.GetPartitionColumnStatistics(ctx(t), db, "t", "p=2", "id"); err != nil || cs.StatsObj[0].StatsData.LongStats.NumDVs != 22 {
 		t.Fatalf("partition statistics did not reach the backend: %+v %v", cs, err)
 	}

@@ -16,6 +16,10 @@
 // _Fields enum (wire ids). References to typedef'd or forward-declared structs carry only a name
 // (FieldValueMetaData(TType.STRUCT, name)); they are resolved against the struct classes found, or the run fails.
 //
+// IDL defaults ("6: optional bool reallocate = false") are not in the metadata: the Thrift compiler turns them into
+// assignments in the struct's no-arg constructor. The fields that constructor assigns are read from its bytecode
+// (javap, in process), and their values from a fresh instance; each becomes the field's "default".
+//
 // The output is deterministic: maps sorted by key, fields in Java's wire (IDL declaration) order, enum values by
 // value, methods by name.
 
@@ -26,6 +30,7 @@ import java.nio.file.*;
 import java.security.MessageDigest;
 import java.util.*;
 import java.util.jar.*;
+import java.util.spi.ToolProvider;
 
 import org.apache.thrift.TBase;
 import org.apache.thrift.TEnum;
@@ -48,6 +53,8 @@ public class SchemaExtractor {
     final TreeMap<String, Class<?>> enumClasses = new TreeMap<>();
     final TreeMap<String, String> methodService = new TreeMap<>();
     final Deque<Class<?>> pending = new ArrayDeque<>();
+    // struct class name -> names of the fields its no-arg constructor assigns (the IDL defaults)
+    final Map<String, Set<String>> assigned = new HashMap<>();
 
     SchemaExtractor(String profile) {
         this.profile = profile;
@@ -102,6 +109,7 @@ public class SchemaExtractor {
                 collectRefs(fmd.valueMetaData);
             }
         }
+        readConstructors();
         return render();
     }
 
@@ -180,6 +188,62 @@ public class SchemaExtractor {
         }
     }
 
+    // ---- IDL defaults ----
+
+    // readConstructors disassembles every struct class with javap and records, per class, the fields its no-arg
+    // constructor assigns with putfield. javap prints each constructor as "public <binary name>();" followed by its
+    // code and a blank line; a putfield of the class's own field is "putfield #n // Field <name>:<descriptor>".
+    void readConstructors() {
+        ToolProvider javap = ToolProvider.findFirst("javap")
+                .orElseThrow(() -> new IllegalStateException("javap is not available: run the extractor with a JDK 17+"));
+        List<String> args = new ArrayList<>(List.of("-c", "-p", "-cp", System.getProperty("java.class.path")));
+        for (Class<?> c : structClasses.values()) args.add(c.getName());
+        StringWriter out = new StringWriter(), err = new StringWriter();
+        int rc = javap.run(new PrintWriter(out), new PrintWriter(err), args.toArray(new String[0]));
+        if (rc != 0) throw new IllegalStateException("javap failed (" + rc + "): " + err);
+        String current = null;
+        for (String line : out.toString().split("\n")) {
+            String t = line.trim();
+            if (line.startsWith("  public ") && t.endsWith("();")) {
+                current = t.substring("public ".length(), t.length() - 3);
+                assigned.put(current, new TreeSet<>());
+                continue;
+            }
+            if (current == null) continue;
+            if (t.isEmpty() || t.equals("}")) {
+                current = null;
+                continue;
+            }
+            int at = t.indexOf("// Field ");
+            if (t.contains(" putfield ") && at >= 0) {
+                String ref = t.substring(at + "// Field ".length());
+                String name = ref.substring(0, ref.indexOf(':'));
+                if (name.indexOf('.') < 0) assigned.get(current).add(name); // a field of another class is qualified
+            }
+        }
+        for (Class<?> c : structClasses.values()) {
+            if (!assigned.containsKey(c.getName())) {
+                throw new IllegalStateException(c.getName() + ": javap shows no public no-arg constructor");
+            }
+        }
+    }
+
+    // defaultOf is the JSON literal of the field's IDL default, or null when the IDL gives it none.
+    String defaultOf(Class<?> c, TFieldIdEnum fid, FieldMetaData fmd) throws Exception {
+        if (!assigned.get(c.getName()).contains(fmd.fieldName)) return null;
+        @SuppressWarnings("unchecked")
+        TBase<?, TFieldIdEnum> fresh = (TBase<?, TFieldIdEnum>) c.getDeclaredConstructor().newInstance();
+        Object v = fresh.getFieldValue(fid);
+        String where = c.getName() + "." + fmd.fieldName;
+        if (v instanceof Boolean || v instanceof Byte || v instanceof Short || v instanceof Integer || v instanceof Long) {
+            return v.toString();
+        }
+        if (v instanceof String) return q((String) v);
+        if (v instanceof TEnum) return Integer.toString(((TEnum) v).getValue());
+        throw new IllegalStateException(where + ": default " + v + " (" + (v == null ? "null" : v.getClass().getName())
+                + ") is not a scalar, string or enum; the schema format has no place for it");
+    }
+
     // ---- rendering ----
 
     String render() throws Exception {
@@ -234,8 +298,10 @@ public class SchemaExtractor {
                 f2 = false;
                 b.append("   {\"id\": ").append(fid.getThriftFieldId()).append(", \"name\": ").append(q(fmd.fieldName))
                         .append(", \"required\": ").append(q(req(c, fmd))).append(", \"type\": ")
-                        .append(type(c.getName() + "." + fmd.fieldName, fmd.valueMetaData, c, fmd.fieldName)).append(", \"profiles\": ")
-                        .append(p).append("}");
+                        .append(type(c.getName() + "." + fmd.fieldName, fmd.valueMetaData, c, fmd.fieldName));
+                String def = defaultOf(c, fid, fmd);
+                if (def != null) b.append(", \"default\": ").append(def);
+                b.append(", \"profiles\": ").append(p).append("}");
             }
             b.append("]}");
         }

@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -92,6 +93,13 @@ func (g *gen) schemaFile() (string, error) {
 			if len(f.OptionalIn) > 0 {
 				fmt.Fprintf(&b, ", OptionalIn: %s", profilesExpr(f.OptionalIn))
 			}
+			if f.Default != nil {
+				d, err := defaultExpr(f)
+				if err != nil {
+					return "", fmt.Errorf("%s.%s: %v", n, f.Name, err)
+				}
+				fmt.Fprintf(&b, ", Default: %s", d)
+			}
 			b.WriteString("},\n")
 		}
 		b.WriteString("\t}},\n")
@@ -163,4 +171,29 @@ func (g *gen) sortedContainers() []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// defaultExpr is the Go expression of a field's IDL default: &Default{Int: n} for bools (0/1), integers and enums,
+// &Default{Str: s} for strings.
+func defaultExpr(f *schema.Field) (string, error) {
+	var v any
+	if err := json.Unmarshal(f.Default, &v); err != nil {
+		return "", err
+	}
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return "&Default{Int: 1}", nil
+		}
+		return "&Default{Int: 0}", nil
+	case string:
+		return fmt.Sprintf("&Default{Str: %q}", x), nil
+	case float64:
+		n, err := strconv.ParseInt(string(f.Default), 10, 64)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("&Default{Int: %d}", n), nil
+	}
+	return "", fmt.Errorf("default %s has no Go form", f.Default)
 }

@@ -8,6 +8,7 @@
 package idl
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -87,6 +88,7 @@ type rawField struct {
 	typ   *schema.Type // struct/enum refs unresolved: Kind "ref", Name the identifier
 	name  string
 	order int
+	def   *token // the default value, when it is a scalar (a string, number, true/false or Enum.NAME)
 }
 
 type rawStruct struct {
@@ -392,6 +394,10 @@ func (p *parser) parseFields(closer string) ([]*rawField, error) {
 		f.name = name.text
 		if p.peek() == "=" {
 			p.pos++
+			if s := p.peek(); s != "[" && s != "{" {
+				def := p.toks[p.pos]
+				f.def = &def
+			}
 			if err := p.skipConstValue(); err != nil {
 				return nil, err
 			}
@@ -500,6 +506,37 @@ func (p *parser) resolve(where string, t *schema.Type) (*schema.Type, error) {
 	return t, nil
 }
 
+// defaultLiteral renders a field's scalar IDL default as the schema's JSON literal (an enum value as its number).
+func (p *parser) defaultLiteral(where string, t *schema.Type, def *token) (json.RawMessage, error) {
+	if def == nil {
+		return nil, nil
+	}
+	if def.str {
+		b, err := json.Marshal(def.text)
+		return b, err
+	}
+	if t.Kind == "enum" {
+		name, value, _ := strings.Cut(def.text, ".")
+		e := p.enums[name]
+		if e == nil || name != t.Name {
+			return nil, fmt.Errorf("%s: default %s is not a value of enum %s", where, def.text, t.Name)
+		}
+		for _, v := range e.Values {
+			if v.Name == value {
+				return json.RawMessage(strconv.Itoa(int(v.Value))), nil
+			}
+		}
+		return nil, fmt.Errorf("%s: enum %s has no value %s", where, t.Name, value)
+	}
+	if def.text == "true" || def.text == "false" {
+		return json.RawMessage(def.text), nil
+	}
+	if _, err := strconv.ParseInt(def.text, 10, 64); err != nil {
+		return nil, fmt.Errorf("%s: default %q is not a literal this reader understands", where, def.text)
+	}
+	return json.RawMessage(def.text), nil
+}
+
 func (p *parser) build(profile string) (*schema.Schema, error) {
 	one := []string{profile}
 	s := &schema.Schema{Profiles: one, Enums: map[string]*schema.Enum{}, Structs: map[string]*schema.Struct{}}
@@ -517,7 +554,11 @@ func (p *parser) build(profile string) (*schema.Schema, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, &schema.Field{ID: f.id, Name: f.name, Required: f.req, Type: t, Profiles: one})
+			def, err := p.defaultLiteral(owner+"."+f.name, t, f.def)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, &schema.Field{ID: f.id, Name: f.name, Required: f.req, Type: t, Default: def, Profiles: one})
 		}
 		return out, nil
 	}

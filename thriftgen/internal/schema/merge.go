@@ -18,7 +18,8 @@ import (
 // is "required" if it is required in every profile that has it, else "optional" if it is optional in any, else
 // "default"; requiredIn lists the profiles where it is required when that is not all of them, optionalIn those
 // where an optional field is optional when that is not all of them (the rest have it as default). Fields keep the wire
-// order of every profile (Merge fails if two profiles order common fields differently).
+// order of every profile (Merge fails if two profiles order common fields differently). A field's IDL default must
+// be the same in every profile that has it.
 func Merge(parts []*Schema, dialects map[string]map[string]*Dialect) (*Schema, error) {
 	out := &Schema{
 		Enums:    map[string]*Enum{},
@@ -110,11 +111,14 @@ func Merge(parts []*Schema, dialects map[string]map[string]*Dialect) (*Schema, e
 						return nil, fmt.Errorf("struct %s: field %s has id %d in %s and %d in %v", sn, f.Name, f.ID, p,
 							byName.ID, byName.Profiles)
 					}
-					of = &Field{ID: f.ID, Name: f.Name, Type: f.Type}
+					of = &Field{ID: f.ID, Name: f.Name, Type: f.Type, Default: f.Default}
 					insertInOrder(os, of, st.Fields)
 				} else if of.Name != f.Name || !of.Type.Equal(f.Type) {
 					return nil, fmt.Errorf("struct %s: field id %d is %s %s in %s but %s %s in %v", sn, f.ID,
 						f.Type, f.Name, p, of.Type, of.Name, of.Profiles)
+				} else if string(of.Default) != string(f.Default) {
+					return nil, fmt.Errorf("struct %s: field %s has default %s in %s but %s in %v", sn, f.Name,
+						orNone(f.Default), p, orNone(of.Default), of.Profiles)
 				}
 				of.Profiles = append(of.Profiles, p)
 				switch f.Required {
@@ -186,6 +190,13 @@ func Merge(parts []*Schema, dialects map[string]map[string]*Dialect) (*Schema, e
 		return nil, fmt.Errorf("merged schema: %w", err)
 	}
 	return out, nil
+}
+
+func orNone(lit []byte) string {
+	if lit == nil {
+		return "none"
+	}
+	return string(lit)
 }
 
 func copyMap(m map[string]int16) map[string]int16 {

@@ -63,7 +63,7 @@ func (s *Schema) Project(p string, wire bool) (*Schema, error) {
 			case req == ReqOptional && len(f.OptionalIn) > 0 && !contains(f.OptionalIn, p):
 				req = ReqDefault
 			}
-			os.Fields = append(os.Fields, &Field{ID: id, Name: f.Name, Required: req, Type: f.Type, Profiles: one})
+			os.Fields = append(os.Fields, &Field{ID: id, Name: f.Name, Required: req, Type: f.Type, Default: f.Default, Profiles: one})
 		}
 		out.Structs[sn] = os
 	}
@@ -155,6 +155,9 @@ func Diff(a, b *Schema, order bool) []string {
 				}
 				if fa.Required != fb.Required {
 					add("struct %s: field %d %s is %s in a, %s in b", sn, id, fa.Name, fa.Required, fb.Required)
+				}
+				if string(fa.Default) != string(fb.Default) {
+					add("struct %s: field %d %s has default %s in a, %s in b", sn, id, fa.Name, orNone(fa.Default), orNone(fb.Default))
 				}
 			}
 		}

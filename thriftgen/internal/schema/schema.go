@@ -86,12 +86,15 @@ func (t *Type) Equal(u *Type) bool {
 
 // Field is one field of a struct.
 type Field struct {
-	ID         int16    `json:"id"`
-	Name       string   `json:"name"`
-	Required   string   `json:"required"`
-	Type       *Type    `json:"type"`
-	Profiles   []string `json:"profiles"`
-	RequiredIn []string `json:"requiredIn,omitempty"`
+	ID       int16  `json:"id"`
+	Name     string `json:"name"`
+	Required string `json:"required"`
+	Type     *Type  `json:"type"`
+	// Default is the field's IDL default as a JSON literal (true, -1, "hive"; an enum's number), absent when the
+	// IDL gives none. The extractor reads it from the no-arg constructor the Thrift compiler generates.
+	Default    json.RawMessage `json:"default,omitempty"`
+	Profiles   []string        `json:"profiles"`
+	RequiredIn []string        `json:"requiredIn,omitempty"`
 	// OptionalIn lists, for a field that is optional in the canonical schema but not in every profile that has
 	// it, the profiles where it is optional; the others have it as default (e.g. union members, which the
 	// Thrift 0.9.3 compiler of Hive 3.1.3 marks default and that of 4.x optional).
@@ -220,6 +223,50 @@ func Parse(b []byte, what string) (*Schema, error) {
 	return &s, nil
 }
 
+// checkDefault reports whether lit is a value of type t that the schema format can hold: a bool, an integer in the
+// type's range, a string, or a number of the enum.
+func (s *Schema) checkDefault(t *Type, lit json.RawMessage) error {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(lit))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	bits := map[string]int{"byte": 8, "i16": 16, "i32": 32, "i64": 64, "enum": 32}
+	switch t.Kind {
+	case "bool":
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("not a bool")
+		}
+	case "string", "binary":
+		if _, ok := v.(string); !ok {
+			return fmt.Errorf("not a string")
+		}
+	case "byte", "i16", "i32", "i64", "enum":
+		n, ok := v.(json.Number)
+		if !ok {
+			return fmt.Errorf("not an integer")
+		}
+		i, err := strconv.ParseInt(n.String(), 10, bits[t.Kind])
+		if err != nil {
+			return fmt.Errorf("not a %s: %v", t.Kind, err)
+		}
+		if t.Kind == "enum" {
+			e := s.Enums[t.Name]
+			found := false
+			for _, ev := range e.Values {
+				found = found || int64(ev.Value) == i
+			}
+			if !found {
+				return fmt.Errorf("%d is no value of enum %s", i, t.Name)
+			}
+		}
+	default:
+		return fmt.Errorf("a %s field cannot have a default in the schema", t)
+	}
+	return nil
+}
+
 // Validate checks references, profiles and ids.
 func (s *Schema) Validate() error {
 	known := map[string]bool{}
@@ -318,6 +365,11 @@ func (s *Schema) Validate() error {
 			}
 			if err := sub("field "+where, f.Profiles, st.Profiles); err != nil {
 				return err
+			}
+			if f.Default != nil {
+				if err := s.checkDefault(f.Type, f.Default); err != nil {
+					return fmt.Errorf("%s: default %s: %v", where, f.Default, err)
+				}
 			}
 			if len(f.RequiredIn) > 0 {
 				if f.Required == ReqRequired {

@@ -35,6 +35,12 @@ public final class Driver {
     SCENARIOS.put("version", new VersionScenario());
     SCENARIOS.put("ddl", new DdlScenario());
     SCENARIOS.put("lossless", new LosslessScenario());
+    SCENARIOS.put("txn", new TxnScenario());
+    SCENARIOS.put("stats", new StatsScenario());
+    SCENARIOS.put("addparts", new AddPartsScenario());
+    SCENARIOS.put("hs2", new Hs2Scenario());
+    // Iceberg's classes are on the class path for this scenario only: load them when it runs.
+    SCENARIOS.put("iceberg", (steps, args) -> new IcebergScenario().run(steps, args));
   }
 
   public static void main(String[] argv) {

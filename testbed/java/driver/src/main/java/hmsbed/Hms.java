@@ -80,7 +80,65 @@ final class Hms {
         new Class<?>[] {String.class, String.class, List.class, List.class}, db, table, parts, cols);
   }
 
-  private static Object call(Object target, String name, Class<?>[] types, Object... args) throws Exception {
+  /** Hive 4 only: sets a field of a Thrift request by its setter (e.g. setEngine), as Hive 4's callers do. */
+  static void set(Object o, String setter, Class<?> type, Object value) throws Exception {
+    if (isHive4()) {
+      o.getClass().getMethod(setter, type).invoke(o, value);
+    }
+  }
+
+  /** Hive 4's openTxn(user, TxnType.DEFAULT) as DbTxnManager calls it; Hive 3's openTxn(user). */
+  static long openTxnAsHiveServer2(IMetaStoreClient c, String user) throws Exception {
+    if (isHive4()) {
+      Class<?> txnType = Class.forName("org.apache.hadoop.hive.metastore.api.TxnType");
+      Object def = txnType.getField("DEFAULT").get(null);
+      return (Long) call(c, "openTxn", new Class<?>[] {String.class, txnType}, user, def);
+    }
+    return c.openTxn(user);
+  }
+
+  /** Commits as HiveServer2 4.x does (exclWriteEnabled = hive.txn.xlock.write); Hive 3: commitTxn(id). */
+  static void commitTxnAsHiveServer2(IMetaStoreClient c, long txnId, boolean exclWrite) throws Exception {
+    if (isHive4()) {
+      Class<?> req = Class.forName("org.apache.hadoop.hive.metastore.api.CommitTxnRequest");
+      Object r = req.getConstructor(long.class).newInstance(txnId);
+      req.getMethod("setExclWriteEnabled", boolean.class).invoke(r, exclWrite);
+      call(c, "commitTxn", new Class<?>[] {req}, r);
+      return;
+    }
+    c.commitTxn(txnId);
+  }
+
+  static boolean deleteTableColumnStatistics(IMetaStoreClient c, String db, String table, String col) throws Exception {
+    if (isHive4()) {
+      return (Boolean) call(c, "deleteTableColumnStatistics",
+          new Class<?>[] {String.class, String.class, String.class, String.class}, db, table, col, ENGINE);
+    }
+    return (Boolean) call(c, "deleteTableColumnStatistics",
+        new Class<?>[] {String.class, String.class, String.class}, db, table, col);
+  }
+
+  static boolean deletePartitionColumnStatistics(IMetaStoreClient c, String db, String table, String part, String col)
+      throws Exception {
+    if (isHive4()) {
+      return (Boolean) call(c, "deletePartitionColumnStatistics",
+          new Class<?>[] {String.class, String.class, String.class, String.class, String.class}, db, table, part, col, ENGINE);
+    }
+    return (Boolean) call(c, "deletePartitionColumnStatistics",
+        new Class<?>[] {String.class, String.class, String.class, String.class}, db, table, part, col);
+  }
+
+  static org.apache.hadoop.hive.metastore.api.AggrStats aggrColStats(IMetaStoreClient c, String db, String table,
+      List<String> cols, List<String> parts) throws Exception {
+    if (isHive4()) {
+      return (org.apache.hadoop.hive.metastore.api.AggrStats) call(c, "getAggrColStatsFor",
+          new Class<?>[] {String.class, String.class, List.class, List.class, String.class}, db, table, cols, parts, ENGINE);
+    }
+    return (org.apache.hadoop.hive.metastore.api.AggrStats) call(c, "getAggrColStatsFor",
+        new Class<?>[] {String.class, String.class, List.class, List.class}, db, table, cols, parts);
+  }
+
+  static Object call(Object target, String name, Class<?>[] types, Object... args) throws Exception {
     Method m = IMetaStoreClient.class.getMethod(name, types);
     try {
       return m.invoke(target, args);
@@ -93,7 +151,7 @@ final class Hms {
     }
   }
 
-  private static boolean hasMethod(Class<?> c, String name, Class<?>... types) {
+  static boolean hasMethod(Class<?> c, String name, Class<?>... types) {
     try {
       c.getMethod(name, types);
       return true;

@@ -1,0 +1,233 @@
+package compat
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/wire"
+)
+
+// Transaction and statistics calls of Hive 4 clients (HiveServer2 4.x's
+// DbTxnManager, Hive.java, Iceberg's Hive catalog) on runtimes before Hive 4.
+
+func (b *builder) txn() {
+	// HiveMetaStoreClient 4.x asks for open transactions excluding READ_ONLY
+	// ones (getValidTxns, getOpenTxns).
+	b.lacking(0, &Adapter{Method: "get_open_txns_req", To: "get_open_txns",
+		Why: "Hive 4 wrapper; get_open_txns lists the same transactions when the excluded types are ones the older runtime never records",
+		Run: openTxnsReq})
+	// GetValidWriteIdsRequest.validTxnList is required by 3.1.3, which
+	// Hive 4's getValidWriteIds(table) leaves out; and Hive 4 writes the
+	// transaction list with ranges (5-9) that the older parser cannot read.
+	b.always(oldTxnListFormat, &Adapter{Method: "get_valid_write_ids", To: "get_valid_write_ids",
+		Why: "validTxnList is required by 3.1.3 and read without ranges before Hive 4: filled in from get_open_txns, or rewritten",
+		Run: validWriteIDs})
+	// Recorded by HiveServer2 4.x for every read of a transactional table.
+	// A Hive 4 metastore only keeps it with metastore.txn.use.minhistorywriteid
+	// (default false) and only its cleaner reads it; an older runtime's
+	// cleaner always waits for the oldest open transaction instead.
+	b.lacking(0, &Adapter{Method: "add_write_ids_to_min_history", To: "",
+		Why: "accepted without a backend call: what a default Hive 4 metastore does, and the older runtime's cleaner never reads it",
+		Run: func(Caller, *wire.Value) (wire.Value, error) { return wire.Struct(), nil }})
+}
+
+// txnTypesNeverRecorded are the TxnType values a runtime without TxnType
+// never holds: it records every transaction as an ordinary one, except
+// those opened for replication (REPL_CREATED). Through hms-proxy a Hive 4
+// client cannot open a typed transaction there either: the guard refuses
+// OpenTxnRequest.txn_type other than DEFAULT.
+func txnTypeNeverRecorded(v int64) (string, bool) {
+	e := thriftgen.LookupEnum("TxnType")
+	ev := e.ValueByNumber(int32(v))
+	if ev == nil {
+		return strconv.FormatInt(v, 10), false
+	}
+	return ev.Name, ev.Name != "DEFAULT" && ev.Name != "REPL_CREATED"
+}
+
+func openTxnsReq(c Caller, args *wire.Value) (wire.Value, error) {
+	r := newRequest("get_open_txns_req", args)
+	ex := fid("GetOpenTxnsRequest", "excludeTxnTypes")
+	if l := r.Field(ex); l != nil {
+		for _, x := range l.Elems {
+			if name, ok := txnTypeNeverRecorded(x.Int); !ok {
+				return wire.Value{}, refused("get_open_txns_req excluding %s transactions needs a Hive 4 backend: the older runtime lists them with the others and cannot tell them apart", name)
+			}
+		}
+	}
+	r.carry(ex)
+	if err := r.leftover(c); err != nil {
+		return wire.Value{}, err
+	}
+	res, err := callInto(c, "get_open_txns_req", "get_open_txns", wire.Struct())
+	return res.v, err
+}
+
+// maxExpandedTxns bounds the rewrite of a Hive 4 transaction list: a range
+// is expanded into the single ids an older runtime reads.
+const maxExpandedTxns = 1 << 20
+
+func validWriteIDs(c Caller, args *wire.Value) (wire.Value, error) {
+	const m = "get_valid_write_ids"
+	req := arg1(args)
+	listID, writeID := fid("GetValidWriteIdsRequest", "validTxnList"), fid("GetValidWriteIdsRequest", "writeId")
+	out := *args
+	nreq := *req
+	nreq.Fields = append([]wire.Field(nil), req.Fields...)
+	if l := req.Field(listID); l != nil && len(l.Str) > 0 {
+		list, err := oldTxnList(string(l.Str))
+		if err != nil {
+			return wire.Value{}, refused("get_valid_write_ids: validTxnList %q: %v", l.Str, err)
+		}
+		nreq.Set(listID, wire.Str(list))
+	} else {
+		if req.Field(writeID) != nil {
+			// The metastore computes the snapshot as of that write id: only a
+			// runtime that has the field can.
+			if !thriftgen.LookupStruct("GetValidWriteIdsRequest").FieldByID(writeID).Profiles.Has(c.Runtime().Bit) {
+				return wire.Value{}, refused("get_valid_write_ids with a writeId and no validTxnList needs a Hive 4 or Hortonworks backend: %s cannot compute the snapshot as of a write id", c.Runtime().Name)
+			}
+			res, err := callInto(c, m, m, *args)
+			return res.v, err
+		}
+		open, err := callInto(c, m, "get_open_txns", wire.Struct())
+		if err != nil || open.failed {
+			return open.v, err
+		}
+		list, err := snapshotOf(open.v.Field(0))
+		if err != nil {
+			return wire.Value{}, refused("get_valid_write_ids: cannot build validTxnList from the backend's open transactions: %v", err)
+		}
+		nreq.Set(listID, wire.Str(list))
+	}
+	out.Fields = []wire.Field{{ID: 1, V: nreq}}
+	res, err := callInto(c, m, m, out)
+	return res.v, err
+}
+
+// snapshotOf writes the transaction list Hive's metastore builds for a
+// reader outside a transaction (TxnCommonUtils.createValidReadTxnList with
+// currentTxn 0) in the pre-Hive-4 format: hwm:minOpen:open,...:aborted,...
+func snapshotOf(resp *wire.Value) (string, error) {
+	if resp == nil {
+		return "", fmt.Errorf("no answer")
+	}
+	hwm := resp.Field(fid("GetOpenTxnsResponse", "txn_high_water_mark"))
+	if hwm == nil {
+		return "", fmt.Errorf("no txn_high_water_mark")
+	}
+	var ids []int64
+	if l := resp.Field(fid("GetOpenTxnsResponse", "open_txns")); l != nil {
+		for _, x := range l.Elems {
+			ids = append(ids, x.Int)
+		}
+	}
+	var bits []byte
+	if b := resp.Field(fid("GetOpenTxnsResponse", "abortedBits")); b != nil {
+		bits = b.Str
+	}
+	aborted := func(i int) bool { return i/8 < len(bits) && bits[i/8]>>(uint(i)%8)&1 == 1 } // java.util.BitSet.valueOf
+	minOpen := int64(1<<63 - 1)
+	var open, abort []string
+	for i, id := range ids {
+		if aborted(i) {
+			abort = append(abort, strconv.FormatInt(id, 10))
+			continue
+		}
+		if minOpen == 1<<63-1 {
+			minOpen = id
+		}
+		open = append(open, strconv.FormatInt(id, 10))
+	}
+	return fmt.Sprintf("%d:%d:%s:%s", hwm.Int, minOpen, strings.Join(open, ","), strings.Join(abort, ",")), nil
+}
+
+// oldTxnList rewrites a transaction list written by Hive 4 (whose open and
+// aborted parts may hold ranges "5-9") into the form older runtimes parse
+// (single ids); a list without ranges comes back unchanged.
+func oldTxnList(s string) (string, error) {
+	if !strings.Contains(s, "-") {
+		return s, nil
+	}
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 {
+		return "", fmt.Errorf("not a transaction list (hwm:minOpen:open:aborted)")
+	}
+	n := 0
+	for i := 2; i < len(parts) && i < 4; i++ {
+		if parts[i] == "" {
+			continue
+		}
+		var ids []string
+		for _, item := range strings.Split(parts[i], ",") {
+			lo, hi, isRange := strings.Cut(item, "-")
+			if !isRange || lo == "" { // a single (or negative) id
+				ids = append(ids, item)
+				n++
+				continue
+			}
+			a, err1 := strconv.ParseInt(lo, 10, 64)
+			z, err2 := strconv.ParseInt(hi, 10, 64)
+			if err1 != nil || err2 != nil || z < a {
+				return "", fmt.Errorf("bad range %q", item)
+			}
+			if n += int(z-a) + 1; z-a >= maxExpandedTxns || n > maxExpandedTxns {
+				return "", fmt.Errorf("more than %d open or aborted transactions", maxExpandedTxns)
+			}
+			for id := a; id <= z; id++ {
+				ids = append(ids, strconv.FormatInt(id, 10))
+			}
+		}
+		parts[i] = strings.Join(ids, ",")
+	}
+	return strings.Join(parts, ":"), nil
+}
+
+// ---- column statistics -----------------------------------------------------
+
+func (b *builder) statistics() {
+	// HiveMetaStoreClient 4.x updates statistics with one ColumnStatistics
+	// per request, engine "hive" and needMerge false: the positional
+	// update_*_column_statistics of older runtimes replace them the same way
+	// and answer the same boolean.
+	for _, m := range []struct{ method, to string }{
+		{"update_table_column_statistics_req", "update_table_column_statistics"},
+		{"update_partition_column_statistics_req", "update_partition_column_statistics"},
+	} {
+		method, to := m.method, m.to
+		b.lacking(0, &Adapter{Method: method, To: to,
+			Why: "Hive 4/HDP wrapper; the older runtime has " + to + "(ColumnStatistics), once per statistics object",
+			Run: func(c Caller, args *wire.Value) (wire.Value, error) { return updateStats(c, args, method, to) }})
+	}
+	b.lacking(0, &Adapter{Method: "delete_column_statistics_req", To: "delete_table_column_statistics",
+		Why: "Hive 4 only; 3.1.3 deletes statistics per column (and per partition)", Run: deleteColumnStatisticsReq})
+}
+
+func updateStats(c Caller, args *wire.Value, method, to string) (wire.Value, error) {
+	r := newRequest(method, args)
+	if isTrue(r.Field(fid("SetPartitionsStatsRequest", "needMerge"))) {
+		return wire.Value{}, refused("%s with needMerge=true needs a Hive 4 or Hortonworks backend: %s replaces statistics, it does not merge them", method, to)
+	}
+	if positive(r.Field(fid("SetPartitionsStatsRequest", "writeId"))) {
+		return wire.Value{}, refused("statistics update with a writeId (transactional table) needs a Hive 4 backend")
+	}
+	stats := r.Field(fid("SetPartitionsStatsRequest", "colStats"))
+	r.carry(fid("SetPartitionsStatsRequest", "colStats"), fid("SetPartitionsStatsRequest", "needMerge"))
+	if err := r.leftover(c); err != nil {
+		return wire.Value{}, err
+	}
+	ok := true
+	if stats != nil {
+		for _, cs := range stats.Elems {
+			res, err := callInto(c, method, to, wire.Struct(wire.Field{ID: 1, V: cs}))
+			if err != nil || res.failed {
+				return res.v, err
+			}
+			ok = ok && isTrue(res.v.Field(0))
+		}
+	}
+	resp := wire.Struct(wire.Field{ID: fid("SetPartitionsStatsResponse", "result"), V: wire.Bool(ok)})
+	return success(&resp), nil
+}
