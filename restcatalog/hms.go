@@ -2,6 +2,7 @@ package restcatalog
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -391,6 +392,14 @@ func (rc *requestCtx) lock(ref nsRef, tbl string) (func(), *Error) {
 		wait = min(time.Duration(float64(wait)*1.5), h.opts.LockCheckMaxWait)
 		if resp, err = c.CheckLock(rc.ctx, &thriftgen.CheckLockRequest{Lockid: id}); err != nil {
 			release()
+			var nsl *thriftgen.NoSuchLockException
+			if errors.As(err, &nsl) {
+				// Not a conflict: the metastore that answered does not know
+				// the lock it granted (lock ids of a non-default catalog
+				// routed elsewhere). Retrying cannot help.
+				return nil, errorf(http.StatusServiceUnavailable, typeUnavailable,
+					"the metastore does not know lock %d of table %s (catalog %s) it granted: %s", id, name, ref.Catalog, nsl.Message)
+			}
 			return nil, metastoreError(err, "the lock of table "+name, nil)
 		}
 	}

@@ -253,3 +253,39 @@ func (e *env) do(method, path string, body any, header ...string) answer {
 	b, _ := io.ReadAll(resp.Body)
 	return answer{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
+
+// metric sums the samples of a family whose labels include every pair.
+func metric(t *testing.T, e *env, name string, labels ...string) float64 {
+	t.Helper()
+	families, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue next
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return sum
+}
