@@ -158,7 +158,16 @@ func (rc *requestCtx) publish(chs []*tableChange) *Error {
 		}
 	}()
 	for _, ch := range order {
-		if ch.noop || ch.create {
+		if ch.noop {
+			continue
+		}
+		release, err := h.queues.acquire(rc.ctx, ch.ref.Catalog, ch.ref.Ext, ch.name)
+		if err != nil {
+			cleanup()
+			return commitFailed("gave up waiting for the previous commit of table %s through this proxy: %v", ch.fullName(), err)
+		}
+		unlocks = append(unlocks, release)
+		if ch.create {
 			continue
 		}
 		props := ch.next.Properties()

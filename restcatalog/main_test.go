@@ -51,10 +51,13 @@ func TestMain(m *testing.M) {
 // listener in front of it whose metastore access dials the proxy's Thrift
 // listener, as a Hive client would.
 type env struct {
-	t        *testing.T
-	proxy    *proxytest.Proxy
-	srv      *restcatalog.Server
-	url      string
+	t     *testing.T
+	proxy *proxytest.Proxy
+	srv   *restcatalog.Server
+	url   string
+	// url2 is a second REST handler (a second proxy instance's: its own
+	// per-table queue) over the same proxy router.
+	url2     string
 	reg      *prometheus.Registry
 	mu       sync.Mutex
 	isolated map[string]bool
@@ -123,20 +126,27 @@ func newEnv(t *testing.T, props map[string]string, tune func(*restcatalog.Option
 	if tune != nil {
 		tune(&opts)
 	}
-	h, err := restcatalog.New(opts)
-	if err != nil {
-		t.Fatal(err)
+	for i := 0; i < 2; i++ {
+		h, err := restcatalog.New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := restcatalog.Listen(h, restcatalog.ServerOptions{BindHost: "127.0.0.1", Port: 0, Metrics: metrics})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(ctx)
+		})
+		if i == 0 {
+			e.srv, e.url = srv, srv.URL()
+			metrics = nil // one listener_info / request series source
+		} else {
+			e.url2 = srv.URL()
+		}
 	}
-	srv, err := restcatalog.Listen(h, restcatalog.ServerOptions{BindHost: "127.0.0.1", Port: 0, Metrics: metrics})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	e.srv, e.url = srv, srv.URL()
 	return e
 }
 
@@ -221,6 +231,11 @@ func (a answer) errorModel(t *testing.T, status int) (string, string) {
 // do sends a request; body may be a string, []byte or a value to encode.
 func (e *env) do(method, path string, body any, header ...string) answer {
 	e.t.Helper()
+	return e.doAt(e.url, method, path, body, header...)
+}
+
+func (e *env) doAt(base, method, path string, body any, header ...string) answer {
+	e.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -235,7 +250,7 @@ func (e *env) do(method, path string, body any, header ...string) answer {
 		}
 		rd = bytes.NewReader(j)
 	}
-	req, err := http.NewRequest(method, e.url+path, rd)
+	req, err := http.NewRequest(method, base+path, rd)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -134,6 +134,7 @@ type Handler struct {
 	ns       *router.Namespace
 	prefixes []string // normalized purge prefixes
 	routes   []route
+	queues   *tableQueues
 	log      *slog.Logger
 }
 
@@ -171,7 +172,7 @@ func New(opts Options) (*Handler, error) {
 		return nil, err
 	}
 	opts.PurgeMode = mode
-	h := &Handler{opts: opts, ns: opts.Naming, log: opts.Log, routes: newRoutes()}
+	h := &Handler{opts: opts, ns: opts.Naming, log: opts.Log, routes: newRoutes(), queues: newTableQueues()}
 	switch {
 	case mode == PurgeAllowlist && len(opts.PurgeAllowedPrefixes) == 0:
 		return nil, errors.New("rest-catalog.purge.allowed-prefixes is required with rest-catalog.purge.mode=ALLOWLIST")

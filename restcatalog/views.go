@@ -227,6 +227,11 @@ func (h *Handler) replaceView(rc *requestCtx) (int, any, *Error) {
 			h.removeFile(rc.ctx, newLoc)
 		}
 	}()
+	unqueue, err := h.queues.acquire(rc.ctx, ref.Catalog, ref.Ext, name)
+	if err != nil {
+		return 0, nil, commitFailed("gave up waiting for the previous commit of view %s through this proxy: %v", full, err)
+	}
+	defer unqueue()
 	if h.lockEnabled(ref.Catalog, next.Properties()) {
 		release, e := rc.lock(ref, name)
 		if e != nil {
