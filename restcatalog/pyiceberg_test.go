@@ -1,6 +1,7 @@
 package restcatalog_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -191,5 +192,42 @@ func TestPyIcebergCommitConflict(t *testing.T) {
 	}
 	if n := metric(t, e, "hms_proxy_rest_requests_total", "route", "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}", "status", "409"); n != 2 {
 		t.Errorf("%v commits answered 409, want 2 (one per second writer)", n)
+	}
+}
+
+// pyiceberg's other catalog calls: namespace properties, a create-table
+// transaction (stage-create, then a commit with assert-create), register,
+// Iceberg views, drops. The view is an Iceberg view to Hive as well.
+func TestPyIcebergCatalogOperations(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	ns := uniq("ops")
+	var r map[string]any
+	runPy(t, "pyiceberg_scenario.py", map[string]any{"scenario": "catalog_ops", "uri": e.url, "ns": ns, "location": "file:" + t.TempDir() + "/" + ns}, &r)
+	check := func(key string, want any) {
+		t.Helper()
+		got, _ := json.Marshal(r[key])
+		w, _ := json.Marshal(want)
+		if string(got) != string(w) {
+			t.Errorf("%s = %s, want %s", key, got, w)
+		}
+	}
+	check("props_summary", map[string]any{"updated": []string{"new", "team"}, "removed": []string{"old"}, "missing": []string{"absent"}})
+	props := r["props"].(map[string]any)
+	if props["team"] != "b" || props["new"] != "y" || props["old"] != nil {
+		t.Errorf("namespace properties after update: %v", props)
+	}
+	check("staged_exists_before_commit", false)
+	check("staged_ids", []int{0, 1, 2})
+	check("staged_exists_after_drop", false)
+	check("registered_ids", []int{0, 1, 2})
+	check("registered_metadata_location", true)
+	check("views", [][]string{{ns, "v_ids"}})
+	check("view_exists", true)
+	check("view_sql", "SELECT id FROM registered")
+	check("tables_exclude_views", [][]string{{ns, "registered"}})
+	check("view_exists_after_drop", false)
+	check("namespace_exists_after_drop", false)
+	if _, err := direct(t, hms1).GetDatabase(tctx(t), ns); err == nil {
+		t.Error("the dropped namespace is still in the metastore")
 	}
 }

@@ -139,7 +139,54 @@ def read(cfg):
     return {"ids": ids(tbl), "snapshots": len(tbl.metadata.snapshots)}
 
 
-SCENARIOS = {"lifecycle": lifecycle, "conflict": conflict, "write_refused": write_refused, "read": read}
+def catalog_ops(cfg):
+    """Namespace properties, a staged create (create-table transaction),
+    register, Iceberg views, drops."""
+    from pyiceberg.view.metadata import SQLViewRepresentation, ViewRepresentation, ViewVersion
+
+    out = {}
+    cat = catalog(cfg, cfg.get("warehouse"))
+    ns = cfg["ns"]
+    cat.create_namespace(ns, {"location": cfg["location"], "team": "a", "old": "x"})
+    summary = cat.update_namespace_properties(ns, removals={"old", "absent"}, updates={"team": "b", "new": "y"})
+    out["props_summary"] = {"updated": sorted(summary.updated), "removed": sorted(summary.removed), "missing": sorted(summary.missing)}
+    out["props"] = cat.load_namespace_properties(ns)
+
+    # Staged create: nothing exists until the transaction commits.
+    with cat.create_table_transaction((ns, "staged"), schema=SCHEMA) as tx:
+        out["staged_exists_before_commit"] = cat.table_exists((ns, "staged"))
+        tx.append(rows(0, 3))
+    staged = cat.load_table((ns, "staged"))
+    out["staged_ids"] = ids(staged)
+
+    # Register: the same metadata file under a second name.
+    cat.drop_table((ns, "staged"))
+    out["staged_exists_after_drop"] = cat.table_exists((ns, "staged"))
+    reg = cat.register_table((ns, "registered"), staged.metadata_location)
+    out["registered_ids"] = ids(reg)
+    out["registered_metadata_location"] = reg.metadata_location == staged.metadata_location
+
+    # Views.
+    version = ViewVersion(
+        schema_id=0,
+        representations=[ViewRepresentation(SQLViewRepresentation(type="sql", sql="SELECT id FROM registered", dialect="spark"))],
+        default_namespace=[ns],
+    )
+    cat.create_view((ns, "v_ids"), schema=SCHEMA, view_version=version)
+    out["views"] = [list(v) for v in cat.list_views(ns)]
+    out["view_exists"] = cat.view_exists((ns, "v_ids"))
+    view = cat.load_view((ns, "v_ids"))
+    out["view_sql"] = view.metadata.versions[0].representations[0].root.sql
+    out["tables_exclude_views"] = [list(t) for t in cat.list_tables(ns)]
+    cat.drop_view((ns, "v_ids"))
+    out["view_exists_after_drop"] = cat.view_exists((ns, "v_ids"))
+    cat.drop_table((ns, "registered"))
+    cat.drop_namespace(ns)
+    out["namespace_exists_after_drop"] = cat.namespace_exists(ns)
+    return out
+
+
+SCENARIOS = {"catalog_ops": catalog_ops, "lifecycle": lifecycle, "conflict": conflict, "write_refused": write_refused, "read": read}
 
 
 def main():
