@@ -186,6 +186,15 @@ func New(opts Options) (*Handler, error) {
 		}
 		h.prefixes = append(h.prefixes, n)
 	}
+	// The catalog settings this package reads are booleans; a typo would
+	// silently pick the other storage descriptor or locking.
+	for _, c := range opts.Naming.Catalogs() {
+		for _, key := range []string{confHiveEnabled, confLockEnabled} {
+			if v, ok := h.catalogConf(c.Name, key); ok && !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
+				return nil, fmt.Errorf("catalog.%s.conf.%s=%s: must be true or false", c.Name, key, v)
+			}
+		}
+	}
 	if h.opts.MaxBodyBytes <= 0 {
 		h.opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}

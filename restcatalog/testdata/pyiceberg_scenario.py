@@ -186,7 +186,53 @@ def catalog_ops(cfg):
     return out
 
 
-SCENARIOS = {"catalog_ops": catalog_ops, "lifecycle": lifecycle, "conflict": conflict, "write_refused": write_refused, "read": read}
+def table_files(tbl):
+    files = set()
+    for snap in tbl.metadata.snapshots:
+        files.add(snap.manifest_list)
+        for m in snap.manifests(tbl.io):
+            files.add(m.manifest_path)
+            for entry in m.fetch_manifest_entry(tbl.io, discard_deleted=False):
+                files.add(entry.data_file.file_path)
+    for entry in tbl.metadata.metadata_log:
+        files.add(entry.metadata_file)
+    files.add(tbl.metadata_location)
+    return sorted(files)
+
+
+def prepare_table(cfg):
+    """A namespace and a table with one append; with "foreign", also a
+    parquet file elsewhere added by reference (add_files), so a manifest
+    names a file outside the table's tree."""
+    import pyarrow.parquet as pq
+
+    cat = catalog(cfg, cfg.get("warehouse"))
+    ns = cfg["ns"]
+    cat.create_namespace(ns, {"location": cfg["location"]})
+    tbl = cat.create_table((ns, cfg["table"]), schema=SCHEMA)
+    tbl.append(rows(0, 2))
+    if cfg.get("foreign"):
+        pq.write_table(rows(50, 1), cfg["foreign"])
+        tbl = cat.load_table((ns, cfg["table"]))
+        tbl.add_files(["file:" + cfg["foreign"]])
+    tbl = cat.load_table((ns, cfg["table"]))
+    return {"files": table_files(tbl), "ids": ids(tbl), "location": tbl.metadata.location}
+
+
+def purge(cfg):
+    """purge_table (DELETE ...?purgeRequested=true), or drop_table."""
+    cat = catalog(cfg, cfg.get("warehouse"))
+    try:
+        if cfg.get("plain"):
+            cat.drop_table((cfg["ns"], cfg["table"]))
+        else:
+            cat.purge_table((cfg["ns"], cfg["table"]))
+        return {"ok": True}
+    except Exception as exc:
+        return {"ok": False, "error_type": type(exc).__name__, "message": str(exc)}
+
+
+SCENARIOS = {"prepare_table": prepare_table, "purge": purge, "catalog_ops": catalog_ops, "lifecycle": lifecycle, "conflict": conflict, "write_refused": write_refused, "read": read}
 
 
 def main():
