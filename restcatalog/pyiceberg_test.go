@@ -231,3 +231,26 @@ func TestPyIcebergCatalogOperations(t *testing.T) {
 		t.Error("the dropped namespace is still in the metastore")
 	}
 }
+
+// A second real client: DuckDB's iceberg extension attaches the REST
+// catalog (warehouse = the catalog) and reads the table pyiceberg wrote, on
+// the default and on a non-default catalog.
+func TestDuckDBReadsTheSameTables(t *testing.T) {
+	e := newEnv(t, map[string]string{"catalog.hive4.conf.iceberg.engine.hive.lock-enabled": "false"}, nil)
+	e.setIsolated("hive4", true)
+	for _, cat := range []string{"catalog1", "hive4"} {
+		t.Run(cat, func(t *testing.T) {
+			ns := uniq("dk")
+			var p prepared
+			runPy(t, "pyiceberg_scenario.py", map[string]any{"scenario": "prepare_table", "uri": e.url, "warehouse": cat, "ns": ns, "table": "t", "location": "file:" + t.TempDir() + "/" + ns}, &p)
+			var r struct {
+				IDs    []int64  `json:"ids"`
+				Tables []string `json:"tables"`
+			}
+			runPy(t, "duckdb_read.py", map[string]any{"uri": e.url, "warehouse": cat, "ns": ns, "table": "t"}, &r)
+			if !slices.Equal(r.IDs, p.IDs) || !slices.Equal(r.Tables, []string{"t"}) {
+				t.Errorf("DuckDB reads ids %v tables %v; pyiceberg wrote %v", r.IDs, r.Tables, p.IDs)
+			}
+		})
+	}
+}
