@@ -180,6 +180,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.opts.OnRequest(info)
 		}
 	}()
+	if h.opts.SPNEGO != nil {
+		user, e := h.opts.SPNEGO.authenticate(rec, r)
+		if e != nil {
+			info.Error = e.Type
+			writeError(rec, e)
+			return
+		}
+		rc.caller.User, info.Caller.User = user, user
+	}
 	status, body, e := h.serve(rc, &info)
 	if e != nil {
 		info.Error = e.Type

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/view"
@@ -199,12 +198,4 @@ func newTableMetadataLocation(m table.Metadata, prev string) (string, string, *E
 func newViewMetadataLocation(m view.Metadata, prev string) string {
 	base := strings.TrimSuffix(m.Location(), "/")
 	return fmt.Sprintf("%s/metadata/%05d-%s.metadata.json", base, metadataVersion(prev)+1, uuid.New())
-}
-
-// emptyProps returns p, or an empty map for nil.
-func emptyProps(p iceberg.Properties) iceberg.Properties {
-	if p == nil {
-		return iceberg.Properties{}
-	}
-	return p
 }

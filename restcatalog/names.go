@@ -1,7 +1,6 @@
 package restcatalog
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"unicode"
@@ -104,16 +103,8 @@ func (rc *requestCtx) forWrite(ref nsRef) *Error {
 	return rc.h.writable(ref.Catalog, ref.Name)
 }
 
-type callerKey struct{}
-
-// withUser marks a request's context with its authenticated user.
-func withUser(ctx context.Context, user string) context.Context {
-	return context.WithValue(ctx, callerKey{}, user)
-}
-
-// callerOf is the request's identity: the SPNEGO principal (when the
-// listener authenticates) and the network peer.
+// callerOf is the request's network identity; the SPNEGO principal is
+// added once authenticated.
 func callerOf(r *http.Request) Caller {
-	user, _ := r.Context().Value(callerKey{}).(string)
-	return Caller{User: user, RemoteAddr: r.RemoteAddr}
+	return Caller{RemoteAddr: r.RemoteAddr}
 }

@@ -115,11 +115,10 @@ func tableFiles(fs icebergio.IO, m table.Metadata, metadataLoc string) ([]string
 		}
 		for _, mf := range mans {
 			if !seen[mf.FilePath()] {
-				entries, err := mf.FetchEntries(fs, false)
-				if err != nil {
-					return nil, fmt.Errorf("manifest %s: %w", mf.FilePath(), err)
-				}
-				for _, e := range entries {
+				for e, err := range mf.Entries(fs, false) {
+					if err != nil {
+						return nil, fmt.Errorf("manifest %s: %w", mf.FilePath(), err)
+					}
 					add(e.DataFile().FilePath())
 				}
 			}

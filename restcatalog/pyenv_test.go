@@ -38,7 +38,7 @@ func hashStrings(ss []string) uint32 {
 		for i := 0; i < len(s); i++ {
 			h = (h ^ uint32(s[i])) * 16777619
 		}
-		h = (h ^ 0) * 16777619
+		h *= 16777619 // a separator between the strings
 	}
 	return h
 }

@@ -119,6 +119,10 @@ type Options struct {
 	// Hostname goes into lock requests (default os.Hostname).
 	Hostname string
 
+	// SPNEGO, when set, authenticates every request (Kerberos); the client
+	// principal becomes Caller.User.
+	SPNEGO *SPNEGO
+
 	// Metrics records the spec's REST metrics; nil records nothing.
 	Metrics *Metrics
 	// OnRequest, when set, is called once per finished request (audit).

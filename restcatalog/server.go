@@ -23,8 +23,6 @@ type ServerOptions struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// MaxHeaderBytes bounds request headers (default 64 KiB).
 	MaxHeaderBytes int
-	// Authenticate, when set, wraps the handler (SPNEGO).
-	Authenticate func(http.Handler) http.Handler
 	// Metrics receives hms_proxy_rest_listener_info.
 	Metrics *Metrics
 	Log     *slog.Logger
@@ -47,9 +45,6 @@ func Listen(h http.Handler, opts ServerOptions) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("rest-catalog listener on %s: %w", addr, err)
-	}
-	if opts.Authenticate != nil {
-		h = opts.Authenticate(h)
 	}
 	def := func(d, v time.Duration) time.Duration {
 		if d > 0 {
