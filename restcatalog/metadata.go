@@ -31,7 +31,7 @@ func ioError(op, loc string, err error) *Error {
 func (h *Handler) fileIO(ctx context.Context, loc string) (icebergio.IO, *Error) {
 	fs, err := h.opts.FileIO(ctx, loc)
 	if err != nil {
-		return nil, errorf(http.StatusBadRequest, typeBadRequest, "no file system for %s: %v", loc, err)
+		return nil, errorf(http.StatusNotAcceptable, typeUnsupported, "this proxy has no file system for %s: %v", loc, err)
 	}
 	return fs, nil
 }
