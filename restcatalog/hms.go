@@ -1,6 +1,7 @@
 package restcatalog
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -371,7 +372,11 @@ func (rc *requestCtx) lock(ref nsRef, tbl string) (func(), *Error) {
 	}
 	id := resp.Lockid
 	release := func() {
-		if err := c.Unlock(rc.ctx, &thriftgen.UnlockRequest{Lockid: id}); err != nil {
+		// The request's context may be done (timeout, client gone): the
+		// lock is released regardless.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(rc.ctx), 30*time.Second)
+		defer cancel()
+		if err := c.Unlock(ctx, &thriftgen.UnlockRequest{Lockid: id}); err != nil {
 			h.log.Warn("cannot release the metastore lock of a REST commit; it expires with the metastore's txn timeout",
 				"table", name, "catalog", ref.Catalog, "lockid", id, "err", exceptionText(err))
 		}
