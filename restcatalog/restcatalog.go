@@ -111,7 +111,9 @@ type Options struct {
 	// RequestTimeout bounds one request's metastore work (default 60 s).
 	RequestTimeout time.Duration
 	// LockTimeout bounds waiting for a table's metastore lock (default
-	// 3 minutes, as Iceberg's iceberg.hive.lock-timeout-ms).
+	// 45 s; it must stay below RequestTimeout, which bounds the whole
+	// commit). Iceberg's own HiveCatalog waits up to 3 minutes, longer than
+	// an HTTP client usually waits for an answer.
 	LockTimeout time.Duration
 	// LockCheckMinWait and LockCheckMaxWait bound the check_lock backoff
 	// (defaults 50 ms and 5 s, as Iceberg's).
@@ -146,7 +148,7 @@ type Handler struct {
 const (
 	DefaultMaxBodyBytes   = 8 << 20
 	DefaultRequestTimeout = 60 * time.Second
-	DefaultLockTimeout    = 3 * time.Minute
+	DefaultLockTimeout    = 45 * time.Second
 )
 
 // ParsePurgeMode parses rest-catalog.purge.mode (case-insensitive).
@@ -207,6 +209,9 @@ func New(opts Options) (*Handler, error) {
 	}
 	if h.opts.LockTimeout <= 0 {
 		h.opts.LockTimeout = DefaultLockTimeout
+	}
+	if h.opts.LockTimeout >= h.opts.RequestTimeout {
+		return nil, fmt.Errorf("restcatalog: LockTimeout %s must be shorter than RequestTimeout %s", h.opts.LockTimeout, h.opts.RequestTimeout)
 	}
 	if h.opts.LockCheckMinWait <= 0 {
 		h.opts.LockCheckMinWait = 50 * time.Millisecond

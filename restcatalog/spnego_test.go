@@ -233,3 +233,30 @@ func TestSPNEGOValidation(t *testing.T) {
 		}
 	}
 }
+
+// A panic while serving is answered as a 500 ErrorModel without its stack,
+// and the listener goes on serving.
+func TestPanicIsAnAnswer(t *testing.T) {
+	ns := router.NewNamespace("__", "c1", false, []*router.Catalog{{Name: "c1", BackendName: "hive"}})
+	h, err := restcatalog.New(restcatalog.Options{Naming: ns, WriteIsolated: func(string) bool { return true },
+		Metastore: func(context.Context, restcatalog.Caller) (*thriftgen.Client, func(), error) {
+			panic("boom in a dependency")
+		},
+		Log: discardLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := restcatalog.Listen(h, restcatalog.ServerOptions{BindHost: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	e := &env{t: t, url: srv.URL()}
+	typ, msg := e.do("GET", "/v1/c1/namespaces", nil).errorModel(t, 500)
+	if typ != "InternalServerError" || strings.Contains(msg, "boom") {
+		t.Errorf("%s: %s", typ, msg)
+	}
+	if a := e.do("GET", "/v1/config", nil); a.Status != 200 {
+		t.Errorf("after a panic: %d", a.Status)
+	}
+}
