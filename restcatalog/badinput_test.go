@@ -110,6 +110,9 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
+	if a := e.do("PUT", "/v1/catalog1/namespaces/"+ns, `{}`); a.Header.Get("Allow") != "GET, HEAD, DELETE" {
+		t.Errorf("405 Allow header %q", a.Header.Get("Allow"))
+	}
 	// HEAD answers carry no body, errors included.
 	for path, status := range map[string]int{
 		"/v1/catalog1/namespaces/" + ns:              204,

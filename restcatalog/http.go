@@ -91,10 +91,10 @@ func (h *Handler) endpoints(writes bool) []string {
 }
 
 // match finds the route of a path (split into escaped segments) and method.
-// It returns the route (nil when none), the decoded parameters, and whether
-// the path exists for some other method.
-func match(routes []route, method string, segs []string) (*route, map[string]string, bool, *Error) {
-	pathKnown := false
+// It returns the route (nil when none), the decoded parameters, and the
+// methods the path has when the method is not one of them.
+func match(routes []route, method string, segs []string) (*route, map[string]string, []string, *Error) {
+	var allowed []string
 	for i := range routes {
 		r := &routes[i]
 		if len(r.segs) != len(segs) {
@@ -121,12 +121,12 @@ func match(routes []route, method string, segs []string) (*route, map[string]str
 			continue
 		}
 		if r.verb != method {
-			pathKnown = true
+			allowed = append(allowed, r.verb)
 			continue
 		}
-		return r, params, true, bad
+		return r, params, nil, bad
 	}
-	return nil, nil, pathKnown, nil
+	return nil, nil, allowed, nil
 }
 
 // recorder captures the status of the answer.
@@ -192,6 +192,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	status, body, e := h.serve(rc, &info)
 	if e != nil {
 		info.Error = e.Type
+		if rc.allow != "" {
+			rec.Header().Set("Allow", rc.allow)
+		}
 		writeError(rec, e)
 		return
 	}
@@ -205,10 +208,11 @@ func (h *Handler) serve(rc *requestCtx, info *RequestInfo) (int, any, *Error) {
 		return 0, nil, errorf(http.StatusNotFound, typeNotFound, "no such endpoint: %s %s (the Iceberg REST API lives under /v1/)", r.Method, r.URL.Path)
 	}
 	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	rt, params, pathKnown, bad := match(h.routes, r.Method, segs)
+	rt, params, allowed, bad := match(h.routes, r.Method, segs)
 	if rt == nil {
-		if pathKnown {
-			return 0, nil, errorf(http.StatusMethodNotAllowed, typeMethodNotAllowed, "method %s is not allowed on %s", r.Method, r.URL.Path)
+		if len(allowed) > 0 {
+			rc.allow = strings.Join(allowed, ", ")
+			return 0, nil, errorf(http.StatusMethodNotAllowed, typeMethodNotAllowed, "method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, rc.allow)
 		}
 		return 0, nil, errorf(http.StatusNotFound, typeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
 	}
@@ -319,9 +323,6 @@ func writeError(w http.ResponseWriter, e *Error) {
 	m.Error.Message, m.Error.Type, m.Error.Code = e.Message, e.Type, e.Code
 	b, _ := json.Marshal(m)
 	w.Header().Set("Content-Type", "application/json")
-	if e.Code == http.StatusMethodNotAllowed {
-		w.Header().Set("Allow", "GET, HEAD, POST, DELETE")
-	}
 	w.WriteHeader(e.Code)
 	_, _ = w.Write(b)
 }

@@ -122,7 +122,7 @@ func newEnv(t *testing.T, props map[string]string, tune func(*restcatalog.Option
 			e.requests = append(e.requests, ri)
 			e.mu.Unlock()
 		},
-		LockTimeout: 60 * time.Second,
+		LockTimeout: 40 * time.Second,
 	}
 	if tune != nil {
 		tune(&opts)

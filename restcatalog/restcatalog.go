@@ -261,6 +261,7 @@ type requestCtx struct {
 	prefix  string // canonical catalog of the URL prefix
 	catalog string // catalog the request resolved to (for audit)
 	params  map[string]string
+	allow   string // the Allow header of a 405
 
 	ms      *thriftgen.Client
 	release func()
