@@ -341,3 +341,29 @@ func TestRouterPolicyApplies(t *testing.T) {
 		t.Errorf("reads on a READ_ONLY catalog: %d %s", a.Status, a.Body)
 	}
 }
+
+// write.metadata.compression-codec=gzip: the metadata files are gzip
+// (.gz.metadata.json), and they read back on load and commit.
+func TestGzipMetadataFiles(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	ns := uniq("gz")
+	if a := e.do("POST", "/v1/catalog1/namespaces", map[string]any{"namespace": []string{ns}, "properties": map[string]string{"location": "file:" + t.TempDir() + "/" + ns}}); a.Status != 200 {
+		t.Fatal(a.Status, string(a.Body))
+	}
+	a := e.do("POST", "/v1/catalog1/namespaces/"+ns+"/tables", map[string]any{"name": "z", "schema": simpleSchema, "properties": map[string]string{"write.metadata.compression-codec": "gzip"}})
+	if a.Status != 200 {
+		t.Fatal(a.Status, string(a.Body))
+	}
+	loc := a.json(t)["metadata-location"].(string)
+	b, err := os.ReadFile(localPath(loc))
+	if !strings.HasSuffix(loc, ".gz.metadata.json") || err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("metadata file %s is not gzip: %v", loc, err)
+	}
+	uuid := e.load(t, "catalog1", ns, "z")["metadata"].(map[string]any)["table-uuid"]
+	if a := e.do("POST", "/v1/catalog1/namespaces/"+ns+"/tables/z", setProps(uuid, map[string]string{"k": "v"}, ns, "z")); a.Status != 200 {
+		t.Fatal(a.Status, string(a.Body))
+	}
+	if got := e.load(t, "catalog1", ns, "z"); props(got)["k"] != "v" || !strings.Contains(got["metadata-location"].(string), "/00001-") {
+		t.Errorf("after a commit: %v %v", got["metadata-location"], props(got))
+	}
+}
