@@ -37,6 +37,7 @@ type tableChange struct {
 
 	written bool // nextLoc was written by this commit
 	applied bool // the metastore record points at nextLoc
+	unknown bool // the metastore call's outcome could not be read back: keep nextLoc
 	old     *thriftgen.Table
 }
 
@@ -123,7 +124,7 @@ func (rc *requestCtx) publish(chs []*tableChange) *Error {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(rc.ctx), 30*time.Second)
 		defer cancel()
 		for _, ch := range chs {
-			if ch.written && !ch.applied {
+			if ch.written && !ch.applied && !ch.unknown {
 				h.removeFile(ctx, ch.nextLoc)
 			}
 		}
@@ -273,6 +274,7 @@ func (rc *requestCtx) persist(c *thriftgen.Client, ch *tableChange) *Error {
 		ch.applied = true
 		return nil
 	} else if err2 != nil && !isNoSuchObject(err2) && me.Code >= 500 {
+		ch.unknown = true
 		return errorf(http.StatusInternalServerError, typeCommitUnknown,
 			"commit of %s: the metastore call failed (%s) and its outcome cannot be read back (%s)", ch.fullName(), me.Message, exceptionText(err2))
 	}
