@@ -1,0 +1,201 @@
+package restcatalog
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/view"
+	"github.com/google/uuid"
+	"github.com/klauspost/compress/zstd"
+)
+
+// maxMetadataBytes bounds a metadata file read (a metadata.json of a table
+// with a long history is megabytes, not gigabytes).
+const maxMetadataBytes = 256 << 20
+
+func ioError(op, loc string, err error) *Error {
+	return errorf(http.StatusServiceUnavailable, typeUnavailable, "cannot %s %s: %v", op, loc, err)
+}
+
+// fileIO opens the file system of a location.
+func (h *Handler) fileIO(ctx context.Context, loc string) (icebergio.IO, *Error) {
+	fs, err := h.opts.FileIO(ctx, loc)
+	if err != nil {
+		return nil, errorf(http.StatusNotAcceptable, typeUnsupported, "this proxy has no file system for %s: %v", loc, err)
+	}
+	return fs, nil
+}
+
+// readFile reads a whole metadata file, decompressing gzip and zstd (by
+// content, so a renamed file still reads).
+func (h *Handler) readFile(ctx context.Context, loc string) ([]byte, *Error) {
+	fs, e := h.fileIO(ctx, loc)
+	if e != nil {
+		return nil, e
+	}
+	f, err := fs.Open(loc)
+	if err != nil {
+		return nil, ioError("open metadata file", loc, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxMetadataBytes+1))
+	if err != nil {
+		return nil, ioError("read metadata file", loc, err)
+	}
+	if len(b) > maxMetadataBytes {
+		return nil, errorf(http.StatusInternalServerError, typeInternal, "metadata file %s exceeds %d bytes", loc, maxMetadataBytes)
+	}
+	switch {
+	case len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b:
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, ioError("decompress metadata file", loc, err)
+		}
+		if b, err = io.ReadAll(io.LimitReader(zr, maxMetadataBytes)); err != nil {
+			return nil, ioError("decompress metadata file", loc, err)
+		}
+	case len(b) > 4 && bytes.Equal(b[:4], []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		zr, err := zstd.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, ioError("decompress metadata file", loc, err)
+		}
+		defer zr.Close()
+		if b, err = io.ReadAll(io.LimitReader(zr, maxMetadataBytes)); err != nil {
+			return nil, ioError("decompress metadata file", loc, err)
+		}
+	}
+	return b, nil
+}
+
+func (h *Handler) readTableMetadata(ctx context.Context, loc string) (table.Metadata, *Error) {
+	b, e := h.readFile(ctx, loc)
+	if e != nil {
+		return nil, e
+	}
+	m, err := table.ParseMetadataBytes(b)
+	if err != nil {
+		return nil, errorf(http.StatusInternalServerError, typeInternal, "table metadata file %s does not parse: %v", loc, err)
+	}
+	return m, nil
+}
+
+func (h *Handler) readViewMetadata(ctx context.Context, loc string) (view.Metadata, *Error) {
+	b, e := h.readFile(ctx, loc)
+	if e != nil {
+		return nil, e
+	}
+	m, err := view.ParseMetadataBytes(b)
+	if err != nil {
+		return nil, errorf(http.StatusInternalServerError, typeInternal, "view metadata file %s does not parse: %v", loc, err)
+	}
+	return m, nil
+}
+
+// writeFile writes a new metadata file (JSON, compressed as codec says).
+func (h *Handler) writeFile(ctx context.Context, loc string, v any, codec string) *Error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return errorf(http.StatusInternalServerError, typeInternal, "cannot encode metadata for %s: %v", loc, err)
+	}
+	switch codec {
+	case table.MetadataCompressionCodecGzip:
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		if _, err := zw.Write(b); err != nil {
+			return ioError("compress", loc, err)
+		}
+		if err := zw.Close(); err != nil {
+			return ioError("compress", loc, err)
+		}
+		b = buf.Bytes()
+	case table.MetadataCompressionCodecZstd:
+		zw, err := zstd.NewWriter(nil)
+		if err != nil {
+			return ioError("compress", loc, err)
+		}
+		b = zw.EncodeAll(b, nil)
+		_ = zw.Close()
+	}
+	fs, e := h.fileIO(ctx, loc)
+	if e != nil {
+		return e
+	}
+	wfs, ok := fs.(icebergio.WriteFileIO)
+	if !ok {
+		return errorf(http.StatusBadRequest, typeBadRequest, "the file system of %s cannot write", loc)
+	}
+	if mk, ok := fs.(icebergio.MkdirAllIO); ok {
+		if err := mk.MkdirAll(parentDir(loc)); err != nil {
+			return ioError("create the metadata directory of", loc, err)
+		}
+	}
+	if err := wfs.WriteFile(loc, b); err != nil {
+		return ioError("write metadata file", loc, err)
+	}
+	return nil
+}
+
+// removeFile deletes a metadata file the commit did not publish.
+func (h *Handler) removeFile(ctx context.Context, loc string) {
+	fs, e := h.fileIO(ctx, loc)
+	if e != nil {
+		h.log.Warn("cannot remove an unpublished metadata file", "file", loc, "err", e.Message)
+		return
+	}
+	if err := fs.Remove(loc); err != nil {
+		h.log.Warn("cannot remove an unpublished metadata file", "file", loc, "err", err)
+	}
+}
+
+func parentDir(loc string) string {
+	if i := strings.LastIndexByte(loc, '/'); i > 0 {
+		return loc[:i]
+	}
+	return loc
+}
+
+// metadataVersion parses the version of a metadata file name
+// ("00012-<uuid>.metadata.json" is 12); -1 when the name has none.
+func metadataVersion(loc string) int {
+	name := path.Base(loc)
+	i := strings.IndexByte(name, '-')
+	if i <= 0 {
+		return -1
+	}
+	v, err := strconv.Atoi(name[:i])
+	if err != nil || v < 0 {
+		return -1
+	}
+	return v
+}
+
+// newTableMetadataLocation names the next metadata file of a table, as
+// Iceberg does: <metadata dir>/<%05d version>-<uuid>[.gz].metadata.json.
+func newTableMetadataLocation(m table.Metadata, prev string) (string, string, *Error) {
+	codec := m.Properties().Get(table.MetadataCompressionKey, table.MetadataCompressionDefault)
+	lp, err := table.LoadLocationProvider(m.Location(), m.Properties())
+	if err != nil {
+		return "", "", badRequest("table location %q: %v", m.Location(), err)
+	}
+	loc, err := lp.NewTableMetadataFileLocation(metadataVersion(prev) + 1)
+	if err != nil {
+		return "", "", badRequest("table properties: %v", err)
+	}
+	return loc, codec, nil
+}
+
+// newViewMetadataLocation names the next metadata file of a view.
+func newViewMetadataLocation(m view.Metadata, prev string) string {
+	base := strings.TrimSuffix(m.Location(), "/")
+	return fmt.Sprintf("%s/metadata/%05d-%s.metadata.json", base, metadataVersion(prev)+1, uuid.New())
+}

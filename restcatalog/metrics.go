@@ -1,0 +1,66 @@
+package restcatalog
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metric names of the specification.
+const (
+	MetricRequestsTotal   = "hms_proxy_rest_requests_total"
+	MetricRequestDuration = "hms_proxy_rest_request_duration_seconds"
+	MetricListenerInfo    = "hms_proxy_rest_listener_info"
+)
+
+// Metrics holds the REST listener's Prometheus metrics. A nil *Metrics
+// records nothing. Label values are bounded: prefix is a configured catalog
+// (or "" for /v1/config and unknown prefixes), route an endpoint template or
+// "unmatched", status an HTTP status code.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	listener *prometheus.GaugeVec
+}
+
+// NewMetrics registers the REST metrics with reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRequestsTotal,
+			Help: "Iceberg REST requests by catalog prefix, route and final HTTP status.",
+		}, []string{"prefix", "route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    MetricRequestDuration,
+			Help:    "Duration of Iceberg REST requests by catalog prefix and route.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"prefix", "route"}),
+		listener: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: MetricListenerInfo,
+			Help: "Configured bind host and port of the Iceberg REST listener (constant 1).",
+		}, []string{"bind_host", "port"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.listener} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// ListenerInfo sets hms_proxy_rest_listener_info{bind_host,port} to 1.
+func (m *Metrics) ListenerInfo(host string, port int) {
+	if m == nil {
+		return
+	}
+	m.listener.WithLabelValues(host, strconv.Itoa(port)).Set(1)
+}
+
+func (m *Metrics) observe(prefix, route string, status int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(prefix, route, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(prefix, route).Observe(d.Seconds())
+}
