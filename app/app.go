@@ -18,6 +18,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/monitoring"
+	"github.com/hms-proxy/hms-proxy/restcatalog"
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/router/frontdoor"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
@@ -35,6 +36,11 @@ type App struct {
 	Names     []string              // listener names, parallel to Listeners
 	Mgmt      *monitoring.Management
 	Budget    *wire.Budget // bytes of client messages in progress, over all listeners
+	REST      *restcatalog.Server // the Iceberg REST listener, nil when rest-catalog is off
+
+	restInner   *frontdoor.Listener // in-process Thrift connections of REST requests
+	restHandler *restcatalog.Handler
+	restOptions restcatalog.ServerOptions
 	closers   []io.Closer
 }
 
@@ -117,6 +123,12 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 		a.Listeners = append(a.Listeners, l)
 		a.Names = append(a.Names, name)
 	}
+	if cfg.RESTCatalog.Enabled {
+		if err := a.buildREST(cfg, auditLog, log); err != nil {
+			a.closeFiles()
+			return nil, err
+		}
+	}
 	if cfg.Management.Enabled {
 		a.Mgmt = monitoring.NewManagement(monitoring.ManagementConfig{BindHost: cfg.Management.BindHost,
 			Port: cfg.Management.Port, Threads: cfg.Management.Threads,
@@ -133,6 +145,15 @@ func (a *App) Start() error {
 			return err
 		}
 		a.Log.Info("listening", "listener", a.Names[i], "addr", l.Addr().String())
+	}
+	if a.restHandler != nil {
+		srv, err := restcatalog.Listen(a.restHandler, a.restOptions)
+		if err != nil {
+			a.Shutdown(context.Background())
+			return err
+		}
+		a.REST = srv
+		a.Log.Info("Iceberg REST catalog listening", "addr", srv.Addr().String())
 	}
 	if a.Mgmt != nil {
 		if err := a.Mgmt.Start(); err != nil {
@@ -159,6 +180,16 @@ func (a *App) Listener(name string) *frontdoor.Listener {
 // error when ctx ended first.
 func (a *App) Shutdown(ctx context.Context) error {
 	var errs []error
+	if a.REST != nil {
+		if err := a.REST.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if a.restInner != nil {
+		if err := a.restInner.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, l := range a.Listeners {
 		if err := l.Shutdown(ctx); err != nil {
 			errs = append(errs, err)

@@ -35,7 +35,7 @@ func featureTable() []*feature {
 		withStatus(transactionalDDLGuardFeature(), StatusRefused),
 		withStatus(icebergPointerGuardFeature(), StatusRefused),
 		withStatus(dropPurgeFeature(), StatusRefused),
-		withStatus(restCatalogFeature(), StatusRefused),
+		withStatus(restCatalogFeature(), StatusImplemented),
 		withStatus(rangerFeature(), StatusRefused),
 		withStatus(auditFeature(), StatusImplemented),
 		withStatus(loggingFeature(), StatusImplemented),

@@ -175,6 +175,15 @@ func (r *Router) Table() *Table { return r.table }
 // Namespace returns the naming model.
 func (r *Router) Namespace() *Namespace { return r.ns }
 
+// WriteIsolated reports whether concurrent writers of one table of catalog
+// are serialized by a lock the proxy can rely on: the default catalog's
+// metastore owns the transaction and lock tables. (The Iceberg REST frontend
+// allows writes only where this holds.)
+func (r *Router) WriteIsolated(catalog string) bool {
+	c := r.ns.Lookup(catalog)
+	return c != nil && c.Default
+}
+
 // Close closes every backend pool.
 func (r *Router) Close() {
 	for _, b := range r.backends {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -95,9 +96,11 @@ type Listener struct {
 }
 
 type conn struct {
-	c    net.Conn
-	busy bool
-	src  string
+	c      net.Conn
+	busy   bool
+	src    string
+	remote string             // the client's address when it is not c's (in-process callers)
+	id     *security.Identity // an identity established before the connection reached the listener
 }
 
 // New builds a listener (not yet bound).
@@ -185,6 +188,25 @@ func (l *Listener) accept() {
 	}
 }
 
+// ServeConn serves an in-process connection (the Iceberg REST frontend's
+// metastore client) as if accepted from remote, with an identity already
+// established by its own authentication (nil: anonymous). It returns when the
+// connection ends; Shutdown waits for it like for any connection.
+func (l *Listener) ServeConn(c net.Conn, remote string, id *security.Identity) {
+	cn := &conn{c: c, src: remote, remote: remote, id: id}
+	l.mu.Lock()
+	if l.closing {
+		l.mu.Unlock()
+		c.Close()
+		return
+	}
+	l.sources[cn.src]++
+	l.conns[cn] = struct{}{}
+	l.wg.Add(1)
+	l.mu.Unlock()
+	l.serve(cn)
+}
+
 func sourceOf(c net.Conn) string {
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		return a.IP.String()
@@ -257,7 +279,14 @@ func (l *Listener) serve(cn *conn) {
 		l.hooks.Connections(1)
 	}
 	l.tune(cn.c)
-	info := &router.ConnInfo{Remote: cn.c.RemoteAddr().String(), Frontend: l.fe}
+	remote := cn.remote
+	if remote == "" {
+		remote = cn.c.RemoteAddr().String()
+	}
+	info := &router.ConnInfo{Remote: remote, Frontend: l.fe}
+	if cn.id != nil {
+		info.SetIdentity(cn.id)
+	}
 	// Unframed: a reader that parses in place, holds no buffer while the
 	// connection is idle, and reads each call strictly; framed: a small
 	// bufio (frames carry their length).

@@ -1,0 +1,143 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/hms-proxy/hms-proxy/audit"
+	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/restcatalog"
+	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/router/frontdoor"
+	"github.com/hms-proxy/hms-proxy/security"
+	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/wire"
+)
+
+// The Iceberg REST frontend reaches the metastores through the router, never
+// straight to a backend: each REST request gets an in-process Thrift
+// connection into a listener of its own (never bound to a port), so routing,
+// the policy chain, access modes, exposure, rate limits, metrics and audit
+// apply to its calls exactly as to a Thrift client's. The listener's calls
+// are counted under listener "rest".
+
+const restListenerName = "rest"
+
+func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.Logger) error {
+	rc := cfg.RESTCatalog
+	strict, err := wire.NewStrictSchema(0)
+	if err != nil {
+		return err
+	}
+	m := a.Metrics
+	inner := frontdoor.New(frontdoor.Config{Name: restListenerName, MaxWorkers: max(rc.MaxWorkerThreads, 1),
+		ClientSocketTimeout: 5 * time.Minute, MaxMessage: int(cfg.Server.MaxMessageSize), Strict: strict, Budget: a.Budget},
+		&router.Frontend{Name: restListenerName}, a.Router, log,
+		frontdoor.Hooks{BadInput: func(reason string) { m.BadFrame(restListenerName, reason) },
+			Refused:  func(reason string) { m.FrontendRefused(restListenerName, reason) },
+			InFlight: func(d int) { m.FrontendInFlight(restListenerName, d) }})
+	a.restInner = inner
+	metrics, err := restcatalog.NewMetrics(a.Registry)
+	if err != nil {
+		return err
+	}
+	var spnego *restcatalog.SPNEGO
+	if rc.KerberosPrincipal != "" {
+		if spnego, err = restcatalog.NewSPNEGO(restcatalog.SPNEGOOptions{Principal: rc.KerberosPrincipal,
+			Keytab: rc.KerberosKeytab, SecurityMode: cfg.Security.Mode, Log: log}); err != nil {
+			return fmt.Errorf("rest-catalog.kerberos.principal: %w", err)
+		}
+	}
+	mode, err := restcatalog.ParsePurgeMode(rc.PurgeMode)
+	if err != nil {
+		return fmt.Errorf("rest-catalog.purge.mode: %w", err)
+	}
+	h, err := restcatalog.New(restcatalog.Options{
+		Naming:    a.Router.Namespace(),
+		Metastore: restMetastore(inner),
+		WriteIsolated: func(catalog string) bool {
+			if a.Router.WriteIsolated(catalog) {
+				return true
+			}
+			// A Hive 4 catalog whose commits skip the metastore lock
+			// (iceberg.engine.hive.lock-enabled=false) is guarded by Hive 4's
+			// compare-and-swap of metadata_location instead.
+			cc := cfg.Catalog(catalog)
+			return cc != nil && cc.RuntimeProfile == configs.ProfileApache410 &&
+				strings.EqualFold(cc.Conf["iceberg.engine.hive.lock-enabled"], "false")
+		},
+		CatalogConf: func(catalog, key string) (string, bool) {
+			cc := cfg.Catalog(catalog)
+			if cc == nil {
+				return "", false
+			}
+			v, ok := cc.Conf[key]
+			return v, ok
+		},
+		PurgeMode:            mode,
+		PurgeAllowedPrefixes: rc.PurgeAllowedPrefixes,
+		HiveEngineDescriptor: rc.HiveEngineDescriptor,
+		SPNEGO:               spnego,
+		Metrics:              metrics,
+		OnRequest:            restAudit(auditLog),
+		Log:                  log,
+	})
+	if err != nil {
+		return err
+	}
+	a.restHandler = h
+	a.restOptions = restcatalog.ServerOptions{BindHost: rc.BindHost, Port: rc.Port, Metrics: metrics, Log: log}
+	return nil
+}
+
+// restMetastore opens an in-process Thrift client into the REST listener for
+// one REST request, as its caller.
+func restMetastore(l *frontdoor.Listener) restcatalog.Metastore {
+	return func(ctx context.Context, c restcatalog.Caller) (*thriftgen.Client, func(), error) {
+		cli, srv := net.Pipe()
+		var id *security.Identity
+		if c.User != "" {
+			user := c.User
+			if i := strings.IndexAny(user, "/@"); i > 0 {
+				user = user[:i]
+			}
+			id = &security.Identity{User: user, Mechanism: security.Kerberos}
+		}
+		remote := c.RemoteAddr
+		if remote == "" {
+			remote = "rest"
+		}
+		go l.ServeConn(srv, remote, id)
+		tc := &thrift.TConfiguration{SocketTimeout: 5 * time.Minute}
+		trans := thrift.NewTBufferedTransport(thrift.NewTSocketFromConnConf(cli, tc), 64<<10)
+		proto := thrift.NewTBinaryProtocolConf(trans, tc)
+		return thriftgen.NewClient(thrift.NewTStandardClient(proto, proto)), func() { _ = trans.Close() }, nil
+	}
+}
+
+// restAudit writes one audit record per REST request (its Thrift calls have
+// records of their own).
+func restAudit(l *audit.Logger) func(restcatalog.RequestInfo) {
+	if !l.Enabled() {
+		return nil
+	}
+	return func(ri restcatalog.RequestInfo) {
+		status := "ok"
+		if ri.Status >= 400 {
+			status = "error"
+		}
+		catalog := ri.Catalog
+		if catalog == "" {
+			catalog = "none"
+		}
+		l.Log(&audit.Record{Method: "REST " + ri.Route, OperationClass: "rest_catalog", Catalog: catalog, Backend: catalog,
+			Status: status, DurationMs: ri.Duration.Milliseconds(), RemoteAddress: ri.Caller.RemoteAddr,
+			AuthenticatedUser: ri.Caller.User, Routed: ri.Catalog != ""})
+	}
+}
