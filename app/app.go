@@ -35,13 +35,13 @@ type App struct {
 	Listeners []*frontdoor.Listener // primary first
 	Names     []string              // listener names, parallel to Listeners
 	Mgmt      *monitoring.Management
-	Budget    *wire.Budget // bytes of client messages in progress, over all listeners
+	Budget    *wire.Budget        // bytes of client messages in progress, over all listeners
 	REST      *restcatalog.Server // the Iceberg REST listener, nil when rest-catalog is off
 
 	restInner   *frontdoor.Listener // in-process Thrift connections of REST requests
 	restHandler *restcatalog.Handler
 	restOptions restcatalog.ServerOptions
-	closers   []io.Closer
+	closers     []io.Closer
 }
 
 // Build creates every part without binding any socket.
