@@ -83,7 +83,9 @@ func buildSecurity(cfg *configs.Config, reg prometheus.Registerer, log *slog.Log
 			name := listenerName(fc)
 			fd, err := gssapi.NewFrontDoor(gssapi.FrontDoorOptions{Principal: sc.ServerPrincipal, Keytab: sc.Keytab,
 				Protection: strings.Join(sc.RPCProtection, ","), AuthToLocal: sc.AuthToLocal,
-				AuthToLocalMechanism: sc.AuthToLocalMechanism, BindHost: fc.BindHost, Listener: name, Metrics: s.SASL})
+				AuthToLocalMechanism: sc.AuthToLocalMechanism, BindHost: fc.BindHost, Listener: name, Metrics: s.SASL,
+				// a client that does not finish the handshake is closed at the socket timeout, as Hive's is
+				HandshakeTimeout: fc.ClientSocketTimeout})
 			if err != nil {
 				s.Close()
 				return nil, fmt.Errorf("listener %s: %w", name, err)

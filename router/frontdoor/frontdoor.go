@@ -21,6 +21,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/security"
+	"github.com/hms-proxy/hms-proxy/security/sasl"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -423,6 +424,10 @@ func (l *Listener) readFailed(cn *conn, info *router.ConnInfo, err error) {
 		l.bad(info, se.Reason, se.Error())
 	case errors.Is(err, wire.ErrBudget):
 		l.bad(info, "budget", err.Error())
+	case errors.Is(err, sasl.ErrUnwrap):
+		l.bad(info, "sasl_layer", err.Error())
+	case errors.Is(err, sasl.ErrFrameTooLarge):
+		l.bad(info, "too_large", err.Error())
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		return
 	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, os.ErrDeadlineExceeded):

@@ -35,6 +35,7 @@ public final class Driver {
     SCENARIOS.put("version", new VersionScenario());
     SCENARIOS.put("ddl", new DdlScenario());
     SCENARIOS.put("lossless", new LosslessScenario());
+    SCENARIOS.put("token", new TokenScenario());
   }
 
   public static void main(String[] argv) {
