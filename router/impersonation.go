@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -147,6 +148,20 @@ type userPool struct {
 	smu          sync.Mutex
 	active, idle int  // last published session counts
 	closed       bool // counts are withdrawn from the metrics
+
+	open atomic.Int32 // backend connections open (dialled, not yet closed)
+}
+
+// countedConn keeps userPool.open.
+type countedConn struct {
+	net.Conn
+	once sync.Once
+	p    *userPool
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.p.open.Add(-1) })
+	return c.Conn.Close()
 }
 
 func (r *Router) impersonate(c *Catalog, base BackendOptions, o *ImpersonationOptions) error {
@@ -245,7 +260,14 @@ func (u *userPools) build(ctx context.Context, p *userPool, id *security.Identit
 	dial, release, err := u.opt.UserDial(ctx, id, u.shared)
 	if err == nil {
 		o := u.base
-		o.Dial = dial
+		o.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			p.open.Add(1)
+			return &countedConn{Conn: c, p: p}, nil
+		}
 		o.OnSessions = p.publish(u.opt.Metrics)
 		o.OnAcquireTimeout = func(string) { u.opt.Metrics.timeout() }
 		o.OnDiscard = func() { u.opt.Metrics.evicted(EvictTransportFailure, 1) }
@@ -392,8 +414,8 @@ func (r *Router) ImpersonationUsers(catalog string) ([]string, bool) {
 	return nil, false
 }
 
-// ImpersonationSessions returns the sessions (in use + idle) of one user's
-// pool on a catalog; ok is false when the user has none.
+// ImpersonationSessions returns the backend connections one user's pool on a
+// catalog holds open (in use or idle); ok is false when the user has none.
 func (r *Router) ImpersonationSessions(catalog, user string) (n int, ok bool) {
 	for c, u := range r.users {
 		if c.Name != catalog {
@@ -413,7 +435,7 @@ func (r *Router) ImpersonationSessions(catalog, user string) (n int, ok bool) {
 		if p.err != nil {
 			return 0, false
 		}
-		return len(p.b.permits) + len(p.b.idle), true
+		return int(p.open.Load()), true
 	}
 	return 0, false
 }
