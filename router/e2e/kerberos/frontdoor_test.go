@@ -354,3 +354,42 @@ func (r *recorder) firstFrames(t *testing.T) (start, apreq []byte) {
 	}
 	return frames[0], frames[1]
 }
+
+// Outbound tickets that expire: the proxy's client principal gets tickets of a few seconds. Pooled sessions keep
+// working after their ticket expired (a metastore checks tickets only at the handshake), and a session opened
+// after the expiry logs in again first: no call fails because a ticket ran out.
+func TestBackendTicketsRenew(t *testing.T) {
+	const life = 6 * time.Second
+	if err := kdc.AddPrincipalLife("shortlived/localhost", life); err != nil {
+		t.Fatal(err)
+	}
+	kt, err := kdc.Keytab("shortlived.keytab", "shortlived/localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := proxytest.Start(t, federation(t,
+		"security.client-principal=shortlived/localhost@"+kdc.Realm,
+		"security.client-keytab="+kt))
+	alice := kerberosClient(t, login(t, kdc.Principal("alice"), aliceKT, kdc.Krb5Conf), "hmsproxy/_HOST@"+kdc.Realm, p.URI("primary"))
+	get := func(db string) {
+		t.Helper()
+		if _, err := alice.GetDatabase(ctx(t), db); err != nil {
+			t.Fatalf("get_database(%s): %v", db, err)
+		}
+	}
+	get("default") // catalog1's first session: the first login
+	first := p.Security.KerberosReport().Backend
+	if first.State != "ACTIVE" {
+		t.Fatalf("backend Kerberos after the first session: %+v", first)
+	}
+	time.Sleep(life + time.Second)
+	if st := p.Security.KerberosReport().Backend; st.State != "STALE" || !st.Healthy {
+		t.Fatalf("backend Kerberos with an expired TGT: %+v (want STALE, healthy)", st)
+	}
+	get("default")           // the pooled session outlives its ticket
+	get("catalog2__default") // catalog2's first session: a fresh login before the handshake
+	again := p.Security.KerberosReport().Backend
+	if again.State != "ACTIVE" || again.TGTExpiresAtEpochSecond <= first.TGTExpiresAtEpochSecond {
+		t.Fatalf("backend Kerberos after a session opened past the expiry: %+v (first login %+v)", again, first)
+	}
+}
