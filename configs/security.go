@@ -37,7 +37,7 @@ type SecurityConfig struct {
 	// ….auth_to_local.mechanism (hadoop or mit).
 	AuthToLocal          string
 	AuthToLocalMechanism string
-	DelegationTokens DelegationTokenConfig
+	DelegationTokens     DelegationTokenConfig
 	// From security.front-door-conf.hadoop.proxyuser.<service>.*.
 	ProxyUsers map[string]*ProxyUserRule
 }
