@@ -212,3 +212,38 @@ func digestClient(t *testing.T, token, addr string) *thriftgen.Client {
 	_ = raw.SetDeadline(time.Time{})
 	return typedOver(t, c)
 }
+
+// A Kerberized Hive 4.1.0 metastore behind the Kerberized proxy: the Hive 4.1.0 and 3.1.3 clients run the DDL
+// scenario through it, impersonated (backend token + DIGEST-MD5 on Hive 4 as well).
+func TestKerberizedHive410Backend(t *testing.T) {
+	ms := testbed.StartMetastoreWithT(t, testbed.Hive410, testbed.MetastoreOptions{Kerberos: &testbed.MetastoreKerberos{
+		KDC: kdc, Principal: hiveP, Keytab: hiveKT, Protection: "privacy",
+		Conf: []string{"hadoop.proxyuser.hmsproxy.hosts=*", "hadoop.proxyuser.hmsproxy.groups=*"}}})
+	p := proxytest.Start(t, federation(t,
+		"security.impersonation-enabled=true",
+		"catalogs=catalog1",
+		"catalog.catalog1.conf.hive.metastore.uris="+ms.URI,
+		"catalog.catalog1.runtime-profile=APACHE_4_1_0",
+		"catalog.catalog2.conf.hive.metastore.uris=",
+		"catalog.catalog2.conf.hive.metastore.sasl.enabled=",
+		"catalog.catalog2.conf.hive.metastore.kerberos.principal=",
+		"catalog.catalog2.conf.hadoop.rpc.protection=",
+	))
+	for _, v := range []testbed.Version{testbed.Hive410, testbed.Hive313} {
+		listener := "primary"
+		if v == testbed.Hive410 {
+			listener = "hive4"
+		}
+		db := uniq("k4" + strings.ReplaceAll(string(v), ".", ""))
+		testbed.RunScenarioT(t, v, p.URI(listener), "ddl", append([]string{"--db", db}, javaClient(v, "alice", aliceKT, "privacy").Args()...)...)
+		got := auditUsers(t, ms, db)
+		if len(got) == 0 {
+			t.Fatalf("no audit line of %s in the Hive 4.1.0 metastore's log", db)
+		}
+		for _, u := range got {
+			if u != "alice" {
+				t.Fatalf("Hive 4.1.0 audit of %s shows ugi=%v, want alice throughout", db, got)
+			}
+		}
+	}
+}
