@@ -37,6 +37,7 @@ type App struct {
 	Mgmt      *monitoring.Management
 	Budget    *wire.Budget        // bytes of client messages in progress, over all listeners
 	REST      *restcatalog.Server // the Iceberg REST listener, nil when rest-catalog is off
+	Security  *Security           // Kerberos, tokens, impersonation (security.go)
 
 	restInner   *frontdoor.Listener // in-process Thrift connections of REST requests
 	restHandler *restcatalog.Handler
@@ -66,7 +67,14 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 	if cfg.Logging.DebugTracing {
 		tracer = router.NewTracer(log)
 	}
-	if a.Router, err = router.New(router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer}); err != nil {
+	if a.Security, err = buildSecurity(cfg, a.Registry, log); err != nil {
+		a.closeFiles()
+		return nil, err
+	}
+	ropts := router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer}
+	a.Security.routerOptions(&ropts)
+	if a.Router, err = router.New(ropts); err != nil {
+		a.Security.Close()
 		a.closeFiles()
 		return nil, err
 	}
@@ -107,7 +115,8 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 			MaxWorkers: fc.MaxWorkerThreads, ClientSocketTimeout: fc.ClientSocketTimeout,
 			KeepAlive: fc.TCPKeepAlive, KeepAliveIdle: fc.TCPKeepAliveIdle,
 			KeepAliveInterval: fc.TCPKeepAliveInterval, KeepAliveCount: fc.TCPKeepAliveCount,
-			Framed: fc.FramedTransport, MaxMessage: int(fc.MaxMessageSize), Strict: strict, Budget: budget},
+			Framed: fc.FramedTransport, MaxMessage: int(fc.MaxMessageSize), Strict: strict, Budget: budget,
+			Auth: a.Security.authenticator(name)},
 			&router.Frontend{Name: name, Profile: prof, Runtime: runtime, Dialect: dialect}, a.Router, log,
 			frontdoor.Hooks{
 				BadInput: func(reason string) { m.BadFrame(name, reason) },
@@ -132,13 +141,14 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 	if cfg.Management.Enabled {
 		a.Mgmt = monitoring.NewManagement(monitoring.ManagementConfig{BindHost: cfg.Management.BindHost,
 			Port: cfg.Management.Port, Threads: cfg.Management.Threads,
-			ReadinessCache: cfg.Management.ReadinessCache}, a.Registry, a.Router, log)
+			ReadinessCache: cfg.Management.ReadinessCache}, a.Registry, newReadiness(a.Router, a.Security), log)
 	}
 	return a, nil
 }
 
 // Start binds every listener; on any failure it stops what it started.
 func (a *App) Start() error {
+	a.Security.Start()
 	for i, l := range a.Listeners {
 		if err := l.Start(); err != nil {
 			a.Shutdown(context.Background())
@@ -201,6 +211,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 		}
 	}
 	a.Router.Close()
+	a.Security.Close()
 	a.closeFiles()
 	return errors.Join(errs...)
 }

@@ -100,6 +100,9 @@ func backendKerberosFeature() *feature {
 				if cat.KerberosPrincipal == "" {
 					p.fail(missingf(pre+"hive.metastore.kerberos.principal", "required when %shive.metastore.sasl.enabled=true: the backend's service principal (hive/_HOST@REALM)", pre))
 				}
+				if cat.FramedTransport {
+					p.fail(errorf(pre+"hive.metastore.thrift.framed.transport.enabled", "true", "framed transport is not supported with SASL (%shive.metastore.sasl.enabled=true), as in Hive's client", pre))
+				}
 			}
 			if anyCatalog(c, func(cat *CatalogConfig) bool { return cat.SASLEnabled }) {
 				if c.Security.ClientPrincipal == "" {

@@ -62,7 +62,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("catalog =\n%+v\nwant\n%+v", c, want)
 	}
 	wantSec := SecurityConfig{Mode: SecurityNone, FrontDoorConf: map[string]string{},
-		RPCProtection: []string{"authentication"}, AuthToLocal: "DEFAULT",
+		RPCProtection: []string{"authentication"}, AuthToLocal: "DEFAULT", AuthToLocalMechanism: "hadoop",
 		DelegationTokens: DelegationTokenConfig{
 			StoreClass: "org.apache.hadoop.hive.metastore.security.MemoryTokenStore", Store: TokenStoreMemory,
 			ZooKeeperZNode: "/hivedelegation", MaxLifetime: 7 * 24 * time.Hour, RenewInterval: 24 * time.Hour,

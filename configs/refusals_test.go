@@ -99,10 +99,10 @@ func TestKeysThatDidNothingRefuse(t *testing.T) {
 		{key: "federation.external-table-drop-purge.mode", value: "BEST_EFFORT", refused: true},
 		{key: "rest-catalog.enabled", value: "true", refused: true},
 		{key: "rest-catalog.port", value: "9183", refused: true}, // a port alone turns the listener on
-		{key: "security.mode", value: "KERBEROS", refused: true,
+		{key: "security.mode", value: "KERBEROS",
 			also: map[string]string{"security.server-principal": "hive/_HOST@R", "security.keytab": "/k"}},
-		{key: "security.impersonation-enabled", value: "true", refused: true, also: kerberosOn},
-		{key: "catalog.catalog2.conf.hive.metastore.sasl.enabled", value: "true", refused: true,
+		{key: "security.impersonation-enabled", value: "true", also: kerberosOn},
+		{key: "catalog.catalog2.conf.hive.metastore.sasl.enabled", value: "true",
 			also: map[string]string{"catalog.catalog2.conf.hive.metastore.kerberos.principal": "hive/_HOST@R",
 				"security.client-principal": "p@R", "security.client-keytab": "/k"}},
 		{key: "catalog.catalog2.conf.hive.metastore.use.SSL", value: "true", refused: true},

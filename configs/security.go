@@ -33,9 +33,11 @@ type SecurityConfig struct {
 	// From security.front-door-conf.hadoop.rpc.protection: the SASL qualities
 	// of protection the front door offers.
 	RPCProtection []string
-	// From security.front-door-conf.hadoop.security.auth_to_local.
-	AuthToLocal      string
-	DelegationTokens DelegationTokenConfig
+	// From security.front-door-conf.hadoop.security.auth_to_local and
+	// ….auth_to_local.mechanism (hadoop or mit).
+	AuthToLocal          string
+	AuthToLocalMechanism string
+	DelegationTokens     DelegationTokenConfig
 	// From security.front-door-conf.hadoop.proxyuser.<service>.*.
 	ProxyUsers map[string]*ProxyUserRule
 }
@@ -58,6 +60,16 @@ func kerberosFeature() *feature {
 			}
 			if c.Security.Keytab == "" {
 				p.fail(missingf("security.keytab", "required when security.mode=KERBEROS"))
+			}
+			for _, fc := range c.Frontends() {
+				if !fc.FramedTransport {
+					continue
+				}
+				key := "server.framed-transport"
+				if fc.Name != "" {
+					key = "additional-frontends." + fc.Name + ".framed-transport"
+				}
+				p.fail(errorf(key, "true", "framed transport is not supported with SASL (security.mode=KERBEROS); Hive refuses the combination too: use the buffered transport on this listener"))
 			}
 		},
 		keys: []*keyDef{
@@ -85,6 +97,9 @@ func kerberosFeature() *feature {
 			{pattern: frontDoorConf + "hadoop.security.auth_to_local", typ: authToLocalT{}, def: "DEFAULT", example: "RULE:[2:$1@$0](hive@EXAMPLE.COM)s/@.*// DEFAULT",
 				meaning: "Hadoop rules mapping a client principal to the user name",
 				bind:    func(c *Config, _ match) any { return &sc(c).AuthToLocal }},
+			{pattern: frontDoorConf + "hadoop.security.auth_to_local.mechanism", typ: enum("hadoop", "mit"), def: "hadoop", example: "mit",
+				meaning: "`hadoop`: a principal no rule maps to a simple name is refused; `mit`: it is served under its full name, as Hive 3.1.3 does",
+				bind:    func(c *Config, _ match) any { return &sc(c).AuthToLocalMechanism }},
 			{pattern: frontDoorConf + "*", typ: strT{}, example: "value",
 				ignored: "hms-proxy does not read this front-door HiveConf setting (every entry is kept in the front-door conf map)",
 				meaning: "any other front-door HiveConf setting",

@@ -103,6 +103,23 @@ type KerberosSource interface {
 	KerberosStatus() KerberosReport
 }
 
+// TokenStoreStatus is the /readyz "tokenStore" section: the delegation-token
+// store the front door issues into (diagnostic; it does not decide
+// readiness: Kerberos clients are served without it).
+type TokenStoreStatus struct {
+	Store      string `json:"store"`
+	Healthy    bool   `json:"healthy"`
+	MasterKeys int    `json:"masterKeys"`
+	LastError  string `json:"lastError,omitempty"`
+}
+
+// TokenStoreSource may additionally be implemented by a ReadinessSource when
+// delegation tokens are served; nil means none (the section is left out).
+// It must be cheap: the value of the last backend probe.
+type TokenStoreSource interface {
+	TokenStoreStatus() *TokenStoreStatus
+}
+
 // ManagementConfig configures the management listener (management.* keys).
 type ManagementConfig struct {
 	BindHost string
@@ -409,6 +426,7 @@ type readyzResponse struct {
 	Summary    readySummary           `json:"summary"`
 	Backends   map[string]backendJSON `json:"backends"`
 	Kerberos   KerberosReport         `json:"kerberos"`
+	TokenStore *TokenStoreStatus      `json:"tokenStore,omitempty"`
 }
 
 // probeResult returns the completion time of the probe data to answer from,
@@ -533,6 +551,9 @@ func (m *Management) serveReadyz(w http.ResponseWriter, r *http.Request) {
 	}
 	if ks, ok := m.src.(KerberosSource); ok {
 		resp.Kerberos = ks.KerberosStatus()
+	}
+	if ts, ok := m.src.(TokenStoreSource); ok {
+		resp.TokenStore = ts.TokenStoreStatus()
 	}
 
 	var reasons []string

@@ -71,7 +71,11 @@ func (r *Router) execNative(ctx context.Context, x *Exchange) error {
 		req.rw = ReplyWalk{Plan: spec.Result, Visit: req.out2.visit, Reset: req.out2.reset}
 		rw = &req.rw
 	}
-	reply, done, walked, err := r.backends[cat].CallWalk(ctx, buf, !spec.IsWrite(), rw)
+	b, err := r.backendFor(ctx, cat)
+	if err != nil {
+		return &backendError{cat: cat, err: err}
+	}
+	reply, done, walked, err := b.CallWalk(ctx, buf, !spec.IsWrite(), rw)
 	if r.trace != nil {
 		r.trace.BackendReply(req.info.ID, cat.Name, reply, err)
 	}
@@ -108,7 +112,11 @@ func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
 	if err != nil {
 		return &Refusal{Kind: RefuseProtocol, Reason: "bad_arguments", Message: m.Name + ": cannot read arguments: " + err.Error()}
 	}
-	bc := &backendCaller{ctx: ctx, b: r.backends[cat], rt: r.runtimes[cat], dialect: r.dialects[cat], trace: r.trace,
+	b, err := r.backendFor(ctx, cat)
+	if err != nil {
+		return &backendError{cat: cat, err: err}
+	}
+	bc := &backendCaller{ctx: ctx, b: b, rt: r.runtimes[cat], dialect: r.dialects[cat], trace: r.trace,
 		id: req.info.ID, guard: r.guards[cat], strict: req.plan.Writes}
 	res, err := ad.Run(bc, &v)
 	if r.metrics != nil {

@@ -20,7 +20,11 @@ func (r *Router) callValue(ctx context.Context, id uint64, cat *Catalog, method 
 	if r.trace != nil {
 		r.trace.Backend(id, cat.Name, req)
 	}
-	reply, done, err := r.backends[cat].Call(ctx, req, true)
+	b, err := r.backendFor(ctx, cat)
+	if err != nil {
+		return wire.Value{}, &backendError{cat: cat, err: fmt.Errorf("catalog %s: %w", cat.Name, err)}
+	}
+	reply, done, err := b.Call(ctx, req, true)
 	if r.trace != nil {
 		r.trace.BackendReply(id, cat.Name, reply, err)
 	}

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -34,7 +35,8 @@ func (r *Router) local(req *request) {
 }
 
 // setUGI binds the caller's identity to the connection and answers as HMS
-// does (the group list). Impersonation of that user is a later step.
+// does (the group list). It is never sent to a backend: with impersonation,
+// the user's own backend sessions carry the identity.
 func (r *Router) setUGI(req *request) {
 	m := req.msg
 	v, err := wire.DecodeStruct(m.Body())
@@ -49,7 +51,15 @@ func (r *Router) setUGI(req *request) {
 			groups = append(groups, string(e.Str))
 		}
 	}
-	req.conn.SetIdentity(&security.Identity{User: user, Groups: groups, Mechanism: security.SetUGI})
+	if cur := req.conn.Identity(); cur.Authenticated() {
+		// A SASL-authenticated connection keeps its verified identity, as
+		// Hive's TUGIAssumingProcessor ignores set_ugi; the call is still
+		// answered as HMS answers it.
+		r.log.Debug("set_ugi on an authenticated connection does not change its identity",
+			"remote", req.conn.Remote, "user", cur.User, "asserted", audit.Clip(user, audit.MaxValueLen))
+	} else {
+		req.conn.SetIdentity(&security.Identity{User: user, Groups: groups, Mechanism: security.SetUGI})
+	}
 	list := wire.List(wire.TString)
 	for _, s := range groups {
 		list.Elems = append(list.Elems, wire.Str(s))

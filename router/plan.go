@@ -68,6 +68,7 @@ const (
 	AnswerCatalogs       // get_catalogs: the configured catalogs
 	AnswerVersion        // getVersion: the front door's profile identity
 	AnswerOneway         // fb303 shutdown/reinitialize: never reach a backend
+	AnswerHandler        // an Options.Local handler (delegation tokens)
 )
 
 // Merge says how fan-out answers are combined.
@@ -177,7 +178,7 @@ func (p *Plan) String() string {
 			b.WriteString("]")
 		}
 	case PlanLocal:
-		b.WriteString([...]string{"", " set_ugi", " get_catalogs", " getVersion", " oneway fb303"}[p.Local])
+		b.WriteString([...]string{"", " set_ugi", " get_catalogs", " getVersion", " oneway fb303", " local handler"}[p.Local])
 	case PlanRefuse:
 		fmt.Fprintf(&b, " %s: %s", p.Refusal.Reason, p.Refusal.Message)
 	}
@@ -200,6 +201,10 @@ func (r *Router) plan(req *request) {
 	}
 	if m.Type != wire.Call && m.Type != wire.Oneway {
 		p.Kind, p.Refusal = PlanRefuse, refusal(RefuseMessageType, "message_type", "%s: message type %d is not a call", m.Name, m.Type)
+		return
+	}
+	if r.locals[m.Name] != nil {
+		p.Kind, p.Local = PlanLocal, AnswerHandler
 		return
 	}
 	switch spec.Special {

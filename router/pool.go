@@ -40,6 +40,8 @@ type BackendOptions struct {
 	OnSessions func(active, idle int)
 	// OnAcquireTimeout is told when a borrow gives up (metrics).
 	OnAcquireTimeout func(operation string)
+	// OnDiscard is told when a session is closed after a failure (metrics).
+	OnDiscard func()
 }
 
 // ErrPoolExhausted is returned when no session frees up within the budget.
@@ -88,6 +90,7 @@ type session struct {
 	addr   string
 	rd     *wire.Reader // unframed replies (r for framed ones)
 	reply  wire.Message // the last reply; valid until the session is given back
+	idle   time.Time    // when it was last given back (CloseIdle)
 }
 
 // NewBackend validates the URIs and builds an (unconnected) pool.
@@ -369,6 +372,7 @@ func (b *Backend) giveBack(s *session) {
 	if closed {
 		s.conn.Close()
 	} else {
+		s.idle = time.Now()
 		select {
 		case b.idle <- s:
 			s.reused = false
@@ -379,7 +383,12 @@ func (b *Backend) giveBack(s *session) {
 	b.release()
 }
 
-func (b *Backend) discard(s *session) { s.conn.Close() }
+func (b *Backend) discard(s *session) {
+	s.conn.Close()
+	if b.opt.OnDiscard != nil {
+		b.opt.OnDiscard()
+	}
+}
 
 // dial connects to the first reachable URI, trying the list ConnectRetries
 // times (RANDOM selection shuffles the list on each attempt, like Hive).

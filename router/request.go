@@ -43,6 +43,13 @@ type Options struct {
 	// mode and exposure, just before the executor (guards, lock shim,
 	// breakers). See chain.go.
 	Outer, Inner []Middleware
+	// Dials override Dial per catalog name (outbound Kerberos). See security.go.
+	Dials map[string]func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Local methods the proxy answers itself (delegation tokens), by name;
+	// they take precedence over the method table's routing.
+	Local map[string]LocalHandler
+	// Impersonation of the caller per catalog name (impersonation.go).
+	Impersonation map[string]*ImpersonationOptions
 }
 
 // Router routes calls of every front-door listener.
@@ -64,6 +71,8 @@ type Router struct {
 	trace    Tracer
 	chain    Handler
 	logs     *logLimiter
+	locals   map[string]LocalHandler
+	users    map[*Catalog]*userPools
 }
 
 // Tracer sees one request at each stage (logging.debug-tracing). Every
@@ -122,23 +131,33 @@ func New(opt Options) (*Router, error) {
 		cc := byName[c.Name]
 		name := c.Name
 		sel := strings.ToUpper(firstNonEmpty(cc.Conf["metastore.thrift.uri.selection"], cc.Conf["hive.metastore.uri.selection"]))
-		b, err := NewBackend(BackendOptions{
+		dial := opt.Dial
+		if d := opt.Dials[c.Name]; d != nil {
+			dial = d
+		}
+		bo := BackendOptions{
 			Catalog: c.Name, URIs: cc.URIs, Sequential: sel == "SEQUENTIAL",
 			PoolSize: cc.SharedSessionPoolSize, BorrowTimeout: cc.LatencyBudget, CallBudget: cc.LatencyBudget,
 			ConnectTimeout: cc.ConnectTimeout, SocketTimeout: cc.SocketTimeout,
 			ConnectRetries: cc.ConnectRetries, RetryDelay: cc.ConnectRetryDelay, Framed: cc.FramedTransport,
-			Dial:       opt.Dial,
+			Dial:       dial,
 			OnSessions: r.metrics.BackendSessionsOf(name),
 			OnAcquireTimeout: func(op string) {
 				if r.metrics != nil {
 					r.metrics.SessionAcquireTimeout(name, op)
 				}
 			},
-		})
+		}
+		b, err := NewBackend(bo)
 		if err != nil {
 			return nil, err
 		}
 		r.backends[c] = b
+		if io := opt.Impersonation[c.Name]; io != nil {
+			if err := r.impersonate(c, bo, io); err != nil {
+				return nil, err
+			}
+		}
 		r.policies[c] = newPolicy(cc)
 		if r.runtimes[c], err = compat.Lookup(string(cc.RuntimeProfile)); err != nil {
 			return nil, fmt.Errorf("catalog.%s.runtime-profile: %v", c.Name, err)
@@ -157,6 +176,7 @@ func New(opt Options) (*Router, error) {
 	mws = append(mws, r.accessMode, r.exposure)
 	mws = append(mws, opt.Inner...)
 	r.chain = compose(r.execute, mws...)
+	r.locals = opt.Local
 	return r, nil
 }
 
@@ -186,6 +206,9 @@ func (r *Router) WriteIsolated(catalog string) bool {
 
 // Close closes every backend pool.
 func (r *Router) Close() {
+	for _, u := range r.users {
+		u.close()
+	}
 	for _, b := range r.backends {
 		b.Close()
 	}
@@ -300,6 +323,10 @@ func (r *Router) serve(ctx context.Context, req *request) {
 		}
 		r.refuse(req, p.Refusal)
 	case PlanLocal:
+		if p.Local == AnswerHandler {
+			r.serveLocalCall(ctx, req, r.locals[req.msg.Name])
+			break
+		}
 		r.local(req)
 	case PlanSingle:
 		req.catalog, req.routed, req.defaultRouted = p.Target.Name, true, p.DefaultRouted

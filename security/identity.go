@@ -30,6 +30,12 @@ type Identity struct {
 	User      string
 	Groups    []string
 	Mechanism Mechanism
+	// Principal is the authenticated name before auth_to_local mapping: the
+	// Kerberos principal, or a delegation token's owner ("" for set_ugi).
+	Principal string
+	// RealUser is, for a delegation token obtained by a service for User,
+	// that service ("" otherwise).
+	RealUser string
 }
 
 // Authenticated reports whether a front-door mechanism proved the user

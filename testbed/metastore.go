@@ -55,6 +55,9 @@ type MetastoreKerberos struct {
 	Keytab string
 	// Protection is hadoop.rpc.protection: authentication (default), integrity, privacy or a comma list.
 	Protection string
+	// Conf are more settings (key=value) for both metastore-site.xml and core-site.xml, e.g. a proxy user's
+	// hadoop.proxyuser.<name>.hosts/groups (Hadoop's ProxyUsers reads core-site.xml).
+	Conf []string
 }
 
 // RunProperty is the system property put on every JVM the test bed starts; its value is the run marker
@@ -281,6 +284,7 @@ func (m *Metastore) initDir() error {
 	if k := m.Kerberos; k != nil {
 		// UserGroupInformation reads core-site.xml: without kerberos here Hive refuses to start a secure server
 		core := []string{"hadoop.security.authentication=kerberos", "hadoop.rpc.protection=" + protection(k)}
+		core = append(core, k.Conf...)
 		if err := os.WriteFile(filepath.Join(m.Dir, "conf", "core-site.xml"), siteXML(core), 0o644); err != nil {
 			return fmt.Errorf("testbed: %w", err)
 		}
@@ -346,6 +350,7 @@ func (m *Metastore) conf() []string {
 			"hadoop.security.authentication=kerberos",
 			"hadoop.rpc.protection="+protection(k),
 		)
+		c = append(c, k.Conf...)
 	}
 	switch m.Version {
 	case Hive313:

@@ -33,6 +33,10 @@ func Dial(addr string, timeout time.Duration) (*Conn, error) {
 	return &Conn{c: c, rd: wire.NewReader(c, 256<<20)}, nil
 }
 
+// NewConn wraps an open connection (a Kerberized one: SASL frames, one per
+// Write, which is how Call writes a request).
+func NewConn(c net.Conn) *Conn { return &Conn{c: c, rd: wire.NewReader(c, 256<<20)} }
+
 // Close closes the connection.
 func (c *Conn) Close() error { return c.c.Close() }
 

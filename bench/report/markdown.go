@@ -17,6 +17,10 @@ const (
 	ProxyInstantNoA = "proxy-instant-noaudit" // (c) with audit.enabled=false
 	ProxyInstant4   = "proxy-instant-4cat"    // client -> hms-proxy with 4 catalogs -> instant backend
 	FwdHive         = "forwarder-hive"        // (a') client -> tcpfwd -> the same Hive: the floor of a hop
+	// The Kerberized front door (security.mode=KERBEROS, SASL GSSAPI) in front of the instant backend, at QOP
+	// auth and auth-conf: get_table only, in the same rounds as ProxyInstant.
+	ProxyInstantKrbAuth = "proxy-instant-krb-auth"
+	ProxyInstantKrbConf = "proxy-instant-krb-conf"
 )
 
 func mib(kib int64) string {
@@ -169,6 +173,19 @@ func (r *Results) Markdown(svgName string) string {
 		}
 	}
 
+	if k := kerberosRows(r); len(k) > 0 {
+		p("\n## Kerberized front door: CPU per get_table (instant backend)\n\n")
+		p("The same proxy configuration behind a plain listener and behind `security.mode=KERBEROS` (SASL GSSAPI, one\n")
+		p("handshake per connection before the rounds), measured in the same interleaved rounds. `auth` frames carry the\n")
+		p("calls as they are; `auth-conf` seals every frame (RFC 4121, AES256-CTS-HMAC-SHA1).\n\n")
+		p("| Conns | plain p50 / p99 | auth p50 / p99 | auth-conf p50 / p99 | CPU µs/call plain / auth / auth-conf | auth / plain | auth-conf / plain |\n")
+		p("|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, row := range k {
+			p("| %d | %s | %s | %s | %s / %s / %s | %s | %s |\n", row[0].Concurrency, lat2(row[0]), lat2(row[1]), lat2(row[2]),
+				cpu(row[0]), cpu(row[1]), cpu(row[2]), ratio(row[1], row[0]), ratio(row[2], row[0]))
+		}
+	}
+
 	if len(r.Memory) > 0 {
 		p("\n## Memory of an idle proxy\n\nA fresh hms-proxy process (instant backend behind it); every client connection makes one get_table call and then stays open, idle.\n\n")
 		p("| Idle client connections | RSS MiB | go_goroutines |\n|---:|---:|---:|\n")
@@ -252,4 +269,24 @@ func concsOf(r *Results) []int {
 // WriteMarkdown writes results.md.
 func (r *Results) WriteMarkdown(path, svgName string) error {
 	return os.WriteFile(path, []byte(r.Markdown(svgName)), 0o644)
+}
+
+// kerberosRows pairs the plain proxy's get_table cells with the Kerberized ones, per concurrency.
+func kerberosRows(r *Results) [][3]*Cell {
+	var out [][3]*Cell
+	for _, k := range concsOf(r) {
+		plain, auth, conf := r.Cell("get_table", ProxyInstant, k), r.Cell("get_table", ProxyInstantKrbAuth, k), r.Cell("get_table", ProxyInstantKrbConf, k)
+		if plain != nil && (auth != nil || conf != nil) {
+			out = append(out, [3]*Cell{plain, auth, conf})
+		}
+	}
+	return out
+}
+
+// ratio is a's CPU per call over b's.
+func ratio(a, b *Cell) string {
+	if a == nil || b == nil || a.Skipped != "" || b.Skipped != "" || a.CPUusPerCall == 0 || b.CPUusPerCall == 0 {
+		return "-"
+	}
+	return f2(a.CPUusPerCall / b.CPUusPerCall)
 }

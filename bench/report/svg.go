@@ -19,6 +19,8 @@ var setupStyle = []struct{ key, color, label string }{
 	{ProxyInstant, "#ff7f0e", "hms-proxy to instant"},
 	{ProxyInstantNoA, "#8c564b", "hms-proxy (audit off) to instant"},
 	{ProxyInstant4, "#e377c2", "hms-proxy, 4 catalogs on instant"},
+	{ProxyInstantKrbAuth, "#bcbd22", "hms-proxy Kerberos auth to instant"},
+	{ProxyInstantKrbConf, "#393b79", "hms-proxy Kerberos auth-conf to instant"},
 }
 
 // SVG draws one panel per workload: p50 (solid) and p99 (dashed) latency on a

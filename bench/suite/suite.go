@@ -80,6 +80,7 @@ type setup struct {
 	report.Setup
 	addr  string
 	meter *proc.Child
+	dial  func() (*load.Conn, error) // nil: plain TCP (kerberos.go)
 }
 
 type suite struct {
@@ -96,6 +97,7 @@ type suite struct {
 	log      func(format string, args ...any)
 	phaseT   time.Time
 	mgmt     map[*proc.Child]string // management address of each proxy
+	kdc      *testbed.KDC           // the Kerberized setups' KDC (kerberos.go)
 }
 
 // Run performs the whole benchmark.
@@ -145,6 +147,7 @@ func roundS(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
 
 func (s *suite) stopAll() {
 	proc.StopAll()
+	s.stopKerberos()
 	for _, m := range s.hms {
 		if m != nil {
 			_ = m.Stop()
@@ -207,6 +210,11 @@ func (s *suite) run() error {
 		switch w {
 		case workload.GetTable:
 			setups = append(setups, ProxyInstantNoA)
+			for _, k := range []string{ProxyInstantKrbAuth, ProxyInstantKrbConf} {
+				if s.setups[k] != nil {
+					setups = append(setups, k)
+				}
+			}
 		case workload.FanOutDatabases:
 			setups = []string{DirectInstant, FwdInstant, ProxyInstant4}
 		}
@@ -360,6 +368,9 @@ func (s *suite) startHelpers(ms []*testbed.Metastore, repliesDir string) error {
 		return err
 	}
 	add(ProxyInstant4, "hms-proxy, 4 catalogs on the instant backend", "client -> hms-proxy (4 catalogs) -> instant backend x4", p.Addr, p)
+	if err := s.startKerberos(inst, add); err != nil {
+		s.note("the Kerberized front-door setups were not run: %v", err)
+	}
 	return nil
 }
 
@@ -493,7 +504,7 @@ func (s *suite) measureWorkload(w string, keys []string, end time.Time, instantG
 			ops[i] = make([]load.Op, conc)
 			for j := 0; j < conc; j++ {
 				var err error
-				if conns[i][j], err = load.Dial(st.addr, 10*time.Second); err != nil {
+				if conns[i][j], err = s.dialSetup(st); err != nil {
 					skip(fmt.Sprintf("cannot connect to %s: %v", k, err))
 					failed = true
 					break
@@ -518,7 +529,7 @@ func (s *suite) measureWorkload(w string, keys []string, end time.Time, instantG
 					st := s.setups[keys[i]]
 					for j := range conns[i] { // redial connections a failure dropped
 						if conns[i][j] == nil {
-							conns[i][j], _ = load.Dial(st.addr, 10*time.Second)
+							conns[i][j], _ = s.dialSetup(st)
 						}
 					}
 					var cpu0 time.Duration

@@ -21,6 +21,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/security"
+	"github.com/hms-proxy/hms-proxy/security/sasl"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -55,6 +56,20 @@ type Config struct {
 	// Budget bounds the bytes of messages in progress over every connection
 	// sharing it, and pools the read buffers of busy connections (nil: none).
 	Budget *wire.Budget
+	// Auth, when set, authenticates every accepted connection before any
+	// call is read (security.mode=KERBEROS: SASL GSSAPI or DIGEST-MD5). Calls
+	// are then read only from the connection it returns. Framed transport
+	// cannot be combined with it (Hive refuses SASL with framing).
+	Auth Authenticator
+}
+
+// Authenticator runs a connection's authentication handshake (bounded by
+// its own deadline). On success it returns the connection calls are read
+// from and written to (one Write = one reply) and the caller's identity; on
+// failure it has closed c, counted and answered the failure as the protocol
+// allows, and returns the error for the listener to log.
+type Authenticator interface {
+	Accept(c net.Conn) (net.Conn, *security.Identity, error)
 }
 
 // Handler serves one message (the router).
@@ -134,6 +149,9 @@ func listenerName(cfg Config) string {
 func (l *Listener) Start() error {
 	if l.cfg.Strict == nil {
 		return fmt.Errorf("listener %s: no strict schema configured; refusing to read client messages laxly", listenerName(l.cfg))
+	}
+	if l.cfg.Auth != nil && l.cfg.Framed {
+		return fmt.Errorf("listener %s: framed transport is not supported with SASL (security.mode=KERBEROS), as in Hive", listenerName(l.cfg))
 	}
 	addr := net.JoinHostPort(l.cfg.BindHost, strconv.Itoa(l.cfg.Port))
 	ln, err := net.Listen("tcp", addr)
@@ -285,7 +303,9 @@ func (l *Listener) serve(cn *conn) {
 	}
 	info := &router.ConnInfo{Remote: remote, Frontend: l.fe}
 	if cn.id != nil {
-		info.SetIdentity(cn.id)
+		info.SetIdentity(cn.id) // authenticated before it reached the listener (in-process callers)
+	} else if l.cfg.Auth != nil && !l.authenticate(cn, info) {
+		return
 	}
 	// Unframed: a reader that parses in place, holds no buffer while the
 	// connection is idle, and reads each call strictly; framed: a small
@@ -307,7 +327,8 @@ func (l *Listener) serve(cn *conn) {
 		} else {
 			_ = cn.c.SetReadDeadline(time.Time{})
 		}
-		if first {
+		// (with Auth, the SASL negotiation already answered anything that was not SASL)
+		if first && l.cfg.Auth == nil {
 			first = false
 			if head, err := peek(4); err == nil && isHTTP(head) {
 				l.bad(info, "http", "an HTTP request arrived on the Thrift port; answered 400 and closed")
@@ -367,6 +388,22 @@ func (l *Listener) serve(cn *conn) {
 	}
 }
 
+// authenticate runs the listener's handshake on a new connection; on success
+// the connection speaks the negotiated data phase and carries the identity.
+func (l *Listener) authenticate(cn *conn, info *router.ConnInfo) bool {
+	sc, id, err := l.cfg.Auth.Accept(cn.c)
+	if err != nil {
+		// counted by the authenticator; the connection is closed
+		l.log.Warn("client authentication failed; connection closed", "remote", info.Remote, "err", audit.Clip(err.Error(), audit.MaxValueLen))
+		return false
+	}
+	l.mu.Lock()
+	cn.c = sc
+	l.mu.Unlock()
+	info.SetIdentity(id)
+	return true
+}
+
 // write sends one reply: as it is, or as one frame (header and reply in one
 // writev).
 func (l *Listener) write(c net.Conn, out []byte) error {
@@ -414,6 +451,10 @@ func (l *Listener) readFailed(cn *conn, info *router.ConnInfo, err error) {
 		l.bad(info, se.Reason, se.Error())
 	case errors.Is(err, wire.ErrBudget):
 		l.bad(info, "budget", err.Error())
+	case errors.Is(err, sasl.ErrUnwrap):
+		l.bad(info, "sasl_layer", err.Error())
+	case errors.Is(err, sasl.ErrFrameTooLarge):
+		l.bad(info, "too_large", err.Error())
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		return
 	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, os.ErrDeadlineExceeded):

@@ -265,7 +265,7 @@ func (m *Mapper) Identity(res sasl.Result) (*security.Identity, error) {
 	if res.Mechanism != "GSSAPI" {
 		mech = security.Token
 	}
-	return &security.Identity{User: user, Mechanism: mech}, nil
+	return &security.Identity{User: user, Mechanism: mech, Principal: res.Principal, RealUser: res.RealUser}, nil
 }
 
 // ExpandHost replaces a "_HOST" host component of principal with host, lower

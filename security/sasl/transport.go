@@ -484,6 +484,10 @@ func (c *Conn) Layer() Layer { return c.layer }
 // connection is unusable afterwards.
 var ErrFrameTooLarge = errors.New("sasl: data frame over the limit")
 
+// ErrUnwrap is returned by Read for a data frame the security layer refused
+// (tampered, replayed, reordered); the connection is unusable afterwards.
+var ErrUnwrap = errors.New("sasl: unwrapping a data frame")
+
 func (c *Conn) Read(p []byte) (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
@@ -513,7 +517,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 		}
 		if c.layer != nil {
 			if b, err = c.layer.Unwrap(b); err != nil {
-				c.rerr = fmt.Errorf("sasl: unwrapping a data frame: %w", err)
+				c.rerr = fmt.Errorf("%w: %w", ErrUnwrap, err)
 				return 0, c.rerr
 			}
 		}

@@ -41,6 +41,7 @@ public final class Driver {
     SCENARIOS.put("hs2", new Hs2Scenario());
     // Iceberg's classes are on the class path for this scenario only: load them when it runs.
     SCENARIOS.put("iceberg", (steps, args) -> new IcebergScenario().run(steps, args));
+    SCENARIOS.put("token", new TokenScenario());
   }
 
   public static void main(String[] argv) {
