@@ -20,6 +20,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/router/frontdoor"
+	"github.com/hms-proxy/hms-proxy/router/purge"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -36,6 +37,7 @@ type App struct {
 	Mgmt      *monitoring.Management
 	Budget    *wire.Budget // bytes of client messages in progress, over all listeners
 	closers   []io.Closer
+	purge     *purge.Purger // external table drop purge; nil when off
 }
 
 // Build creates every part without binding any socket.
@@ -60,7 +62,15 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 	if cfg.Logging.DebugTracing {
 		tracer = router.NewTracer(log)
 	}
-	if a.Router, err = router.New(router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer}); err != nil {
+	tables, err := tablePolicies(cfg, a.Registry, log)
+	if err != nil {
+		a.closeFiles()
+		return nil, err
+	}
+	a.purge = tables.Purge
+	if a.Router, err = router.New(router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer,
+		Tables: tables}); err != nil {
+		a.closePurge()
 		a.closeFiles()
 		return nil, err
 	}
@@ -169,9 +179,23 @@ func (a *App) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	// No drop is served any more: running purges finish within ctx,
+	// queued ones are logged and skipped.
+	if a.purge != nil {
+		if err := a.purge.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	a.Router.Close()
 	a.closeFiles()
 	return errors.Join(errs...)
+}
+
+// closePurge stops the purge pool of a proxy that failed to build.
+func (a *App) closePurge() {
+	if a.purge != nil {
+		_ = a.purge.Close(context.Background())
+	}
 }
 
 func (a *App) closeFiles() {

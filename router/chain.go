@@ -16,8 +16,10 @@ import (
 // breaker applies to each catalog a request touches.
 //
 // Order (outer to inner): Options.Outer (rate limits), the access mode, the
-// exposure rules, Options.Inner (guards, the lock shim, breakers), then the
-// executor, which sends the call to the exchange's catalog.
+// exposure rules, the table policies (tables.go: view SQL, transactional DDL
+// and Iceberg pointer guards, drop purge), Options.Inner (the lock shim,
+// breakers), then the executor, which sends the call to the exchange's
+// catalog.
 
 // Handler serves one exchange. On success it has written the client's answer
 // (single-catalog calls) or the leg's results (fan-out legs); an error is a

@@ -40,6 +40,10 @@ type Options struct {
 	// mode and exposure, just before the executor (guards, lock shim,
 	// breakers). See chain.go.
 	Outer, Inner []Middleware
+	// Tables: view SQL rewrite, the transactional DDL and Iceberg pointer
+	// guards, the drop purge (tables.go); they run between exposure and
+	// Inner.
+	Tables TablePolicies
 }
 
 // Router routes calls of every front-door listener.
@@ -145,7 +149,11 @@ func New(opt Options) (*Router, error) {
 		}
 	}
 	mws := append([]Middleware{}, opt.Outer...)
-	mws = append(mws, r.accessMode, r.exposure)
+	tables, err := newTablePolicy(r, opt.Tables)
+	if err != nil {
+		return nil, err
+	}
+	mws = append(mws, r.accessMode, r.exposure, tables.middleware)
 	mws = append(mws, opt.Inner...)
 	r.chain = compose(r.execute, mws...)
 	return r, nil

@@ -12,11 +12,26 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
+
+// metastoreClient opens a generated client straight to a metastore, as
+// Hive's own client speaks (TBinaryProtocol over a buffered socket). The
+// router's proxytest helper cannot be used here: the router imports this
+// package.
+func metastoreClient(t *testing.T, uri string) *thriftgen.Client {
+	t.Helper()
+	cfg := &thrift.TConfiguration{ConnectTimeout: 10 * time.Second, SocketTimeout: 120 * time.Second}
+	trans := thrift.NewTBufferedTransport(thrift.NewTSocketConf(strings.TrimPrefix(uri, "thrift://"), cfg), 64<<10)
+	if err := trans.Open(); err != nil {
+		t.Fatalf("connect %s: %v", uri, err)
+	}
+	t.Cleanup(func() { trans.Close() })
+	proto := thrift.NewTBinaryProtocolConf(trans, cfg)
+	return thriftgen.NewClient(thrift.NewTStandardClient(proto, proto))
+}
 
 // thriftBackend is the test's Backend: a tiny adapter over the generated
 // client to a real metastore (the router plugs its own executor in).
@@ -134,8 +149,8 @@ func alterArgs(t *testing.T, db, name string, tbl *thriftgen.Table, env map[stri
 
 func TestPointerGuardAgainstHive313(t *testing.T) {
 	ms := testbed.StartMetastoreT(t, testbed.Hive313)
-	c := proxytest.Client(t, ms.URI)
-	other := proxytest.Client(t, ms.URI) // a second client: "another writer"
+	c := metastoreClient(t, ms.URI)
+	other := metastoreClient(t, ms.URI) // a second client: "another writer"
 	ctx := context.Background()
 	dir := t.TempDir()
 	db := "iceguard"
