@@ -192,9 +192,47 @@ const (
 	reqDB        int16 = 2 // AlterTableRequest.dbName
 	reqTable     int16 = 3 // AlterTableRequest.tableName
 	reqTbl       int16 = 4 // AlterTableRequest.table
+	reqEnv       int16 = 5  // AlterTableRequest.environmentContext
+	reqWriteID   int16 = 6  // AlterTableRequest.writeId
 	reqExpKey    int16 = 10
 	reqExpVal    int16 = 11
 )
+
+// SelfGuarded reports whether an alter_table* call protects itself, so the
+// pointer guard leaves it alone without reading the record: a
+// compare-and-set (alter_table_req's expectedParameterKey, or
+// expected_parameter_key in the EnvironmentContext, as Iceberg's own
+// commits on Hive 4 send), which the metastore applies only while the
+// record is what the writer read; or a write id (an alter of a Hive ACID
+// table, which is never an Iceberg table).
+func SelfGuarded(method string, args *wire.Value) bool {
+	var env *wire.Value
+	switch method {
+	case "alter_table_with_environment_context":
+		env = At(args, []int16{altArgsEnv})
+	case "alter_table_req":
+		r := At(args, []int16{altReq})
+		if r == nil {
+			return false
+		}
+		if k := r.Field(reqExpKey); k != nil && k.Type == wire.TString && len(k.Str) > 0 {
+			return true
+		}
+		if w := r.Field(reqWriteID); w != nil && w.Type == wire.TI64 && w.Int > 0 {
+			return true
+		}
+		env = At(r, []int16{reqEnv})
+	}
+	if env == nil {
+		return false
+	}
+	props := env.Field(envProperties)
+	if props == nil || props.Type != wire.TMap || props.KeyType != wire.TString || props.ElemType != wire.TString {
+		return false
+	}
+	v, ok := param(props, EnvExpectedParameterKey)
+	return ok && v != ""
+}
 
 // AlterTarget returns the database, table name and new Table of an
 // alter_table* call's args, or ok=false for another method.
@@ -385,7 +423,7 @@ func (g *IcebergGuard) Handle(ctx context.Context, be Backend, call AlterCall) (
 		return AlterResult{}, nil
 	}
 	db, table, req, ok := AlterTarget(call.Method, call.Args)
-	if !ok {
+	if !ok || SelfGuarded(call.Method, call.Args) {
 		return AlterResult{}, nil
 	}
 	key := cacheKey(call.Catalog, db, table)
