@@ -192,8 +192,8 @@ const (
 	reqDB        int16 = 2 // AlterTableRequest.dbName
 	reqTable     int16 = 3 // AlterTableRequest.tableName
 	reqTbl       int16 = 4 // AlterTableRequest.table
-	reqEnv       int16 = 5  // AlterTableRequest.environmentContext
-	reqWriteID   int16 = 6  // AlterTableRequest.writeId
+	reqEnv       int16 = 5 // AlterTableRequest.environmentContext
+	reqWriteID   int16 = 6 // AlterTableRequest.writeId
 	reqExpKey    int16 = 10
 	reqExpVal    int16 = 11
 )
