@@ -44,7 +44,10 @@ type Exchange struct {
 }
 
 // ReplyFilter changes the body of the backend's answer (a *_result struct
-// with backend names) before it is rewritten to the client's names.
+// with backend names) before it is rewritten to the client's names. A
+// filter that changes nothing returns the body it got (the names collected
+// while the reply was read stay valid); one that changes it returns a new
+// slice and never writes into the one it got.
 type ReplyFilter func(body []byte) ([]byte, error)
 
 // Method is the RPC's name.
