@@ -93,14 +93,22 @@ type sparkResult struct {
 	Error string     `json:"error"`
 }
 
-// runSpark runs the statements in one local SparkSession with Hive support
-// (spark.sql.catalogImplementation=hive) against the metastore at uri, with
-// a local warehouse in a temp dir. One JVM per call: tests keep calls few.
-func runSpark(t *testing.T, uri string, steps ...sparkStep) []sparkResult {
+// sparkPhase is a list of statements run in one SparkSession against the
+// metastore at URI.
+type sparkPhase struct {
+	URI   string      `json:"uri"`
+	Steps []sparkStep `json:"steps"`
+}
+
+// runSpark runs the phases in local SparkSessions with Hive support
+// (spark.sql.catalogImplementation=hive), one after the other in one JVM
+// (a Spark session's metastore is fixed), with a local warehouse in a temp
+// dir; it returns each phase's results.
+func runSpark(t *testing.T, phases ...sparkPhase) [][]sparkResult {
 	t.Helper()
 	py := sparkPython(t)
 	work := t.TempDir()
-	arg, _ := json.Marshal(map[string]any{"uri": uri, "warehouse": filepath.Join(work, "warehouse"), "steps": steps})
+	arg, _ := json.Marshal(map[string]any{"warehouse": filepath.Join(work, "warehouse"), "phases": phases})
 	script, err := filepath.Abs(filepath.Join("testdata", "spark_sql.py"))
 	if err != nil {
 		t.Fatal(err)
@@ -119,23 +127,33 @@ func runSpark(t *testing.T, uri string, steps ...sparkStep) []sparkResult {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("spark run against %s: %v\nstdout: %s\nstderr: %s", uri, err, stdout.String(), tailLines(stderr.String(), 40))
+			t.Fatalf("spark run: %v\nstdout: %s\nstderr: %s", err, stdout.String(), tailLines(stderr.String(), 40))
 		}
-	case <-time.After(6 * time.Minute):
+	case <-time.After(8 * time.Minute):
 		_ = cmd.Process.Kill()
 		<-done
-		t.Fatalf("spark run against %s: no answer within 6 minutes\nstderr: %s", uri, tailLines(stderr.String(), 40))
+		t.Fatalf("spark run: no answer within 8 minutes\nstderr: %s", tailLines(stderr.String(), 40))
 	}
 	out := bytes.TrimSpace(stdout.Bytes())
 	if i := bytes.LastIndexByte(out, '\n'); i >= 0 {
 		out = out[i+1:]
 	}
-	var res []sparkResult
-	if err := json.Unmarshal(out, &res); err != nil || len(res) != len(steps) {
-		t.Fatalf("spark run: answer is not one result per statement (%v): %s\nstderr: %s", err, stdout.String(), tailLines(stderr.String(), 40))
+	var res []struct {
+		URI     string        `json:"uri"`
+		Results []sparkResult `json:"results"`
 	}
-	t.Logf("spark run against %s: %d statements in %s", uri, len(steps), time.Since(start).Round(time.Second))
-	return res
+	if err := json.Unmarshal(out, &res); err != nil || len(res) != len(phases) {
+		t.Fatalf("spark run: answer is not one result list per phase (%v): %s\nstderr: %s", err, stdout.String(), tailLines(stderr.String(), 40))
+	}
+	var all [][]sparkResult
+	for i, ph := range res {
+		if ph.URI != phases[i].URI || len(ph.Results) != len(phases[i].Steps) {
+			t.Fatalf("spark phase %d ran against %s with %d results, want %s with %d", i, ph.URI, len(ph.Results), phases[i].URI, len(phases[i].Steps))
+		}
+		all = append(all, ph.Results)
+	}
+	t.Logf("spark run: %d phases in %s", len(phases), time.Since(start).Round(time.Second))
+	return all
 }
 
 func tailLines(s string, n int) string {

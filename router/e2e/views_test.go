@@ -54,8 +54,12 @@ func textTable(t *testing.T, c *thriftgen.Client, db, name string, rows ...strin
 //     names under USE) is stored with backend names and Spark's namespace
 //     properties rewritten, and reads catalog2's rows through the proxy and
 //     directly on the metastore.
-//   - A Hive-style view created directly on catalog2 (`sdb`.`t`) reads
+//   - A Hive-style view created directly on catalog2 (`sdb`.`t`) and a view
+//     Spark created there (one-part name, its namespace `sdb` recorded) read
 //     catalog2's table through the proxy, not the default catalog's.
+//
+// The Spark sessions run one after the other in one JVM: on catalog2's
+// metastore (its table and view), through the proxy, on the metastore again.
 //   - A view in catalog2 that names the default catalog's table is refused.
 //   - With guard.transactional-ddl.mode=REWRITE_TRANSACTIONAL_TO_EXTERNAL a
 //     transactional table Spark creates becomes an external purge table
@@ -80,26 +84,46 @@ func TestViewsReadTheRightRowsWithSpark(t *testing.T) {
 		"federation.external-table-drop-purge.mode=BEST_EFFORT",
 		"catalog.catalog2.conf.hms.proxy.external-table-drop-purge.allowed-prefixes=file://"+warehouse+"/"))
 	ext := "catalog2__" + db
-	steps := []sparkStep{
-		{SQL: "CREATE TABLE " + ext + ".t (id INT, name STRING) STORED AS PARQUET"},           // 0
-		{SQL: "INSERT INTO " + ext + ".t VALUES (1, 'a'), (2, 'b')"},                          // 1
-		{SQL: "CREATE VIEW " + ext + ".v AS SELECT id, name FROM " + ext + ".t WHERE id > 0"}, // 2
-		{SQL: "USE " + ext}, // 3
-		{SQL: "CREATE VIEW v2 AS SELECT t.id FROM t JOIN " + ext + ".t u ON t.id = u.id"},                    // 4
-		{SQL: "CREATE VIEW " + ext + ".bad AS SELECT id FROM " + db + ".t"},                                  // 5
-		{SQL: "SELECT * FROM " + ext + ".v ORDER BY id", Fetch: true},                                        // 6
-		{SQL: "SELECT * FROM v2 ORDER BY id", Fetch: true},                                                   // 7
-		{SQL: "SELECT * FROM " + ext + ".hv ORDER BY id", Fetch: true},                                       // 8
-		{SQL: "SELECT * FROM " + db + ".t", Fetch: true},                                                     // 9
-		{SQL: "CREATE TABLE " + ext + ".acid (id INT) STORED AS ORC TBLPROPERTIES ('transactional'='true')"}, // 10
-		{SQL: "INSERT INTO " + ext + ".acid VALUES (7)"},                                                     // 11
-		{SQL: "SELECT * FROM " + ext + ".acid", Fetch: true},                                                 // 12
-		{SQL: "SHOW TBLPROPERTIES " + ext + ".acid", Fetch: true},                                            // 13
-		{SQL: "DESCRIBE TABLE EXTENDED " + ext + ".acid", Fetch: true},                                       // 14
-		{SQL: "DROP TABLE " + ext + ".acid"},                                                                 // 15
+	// Phase 1, directly on catalog2's metastore: Spark's table and a view
+	// Spark creates there with a one-part name (its namespace recorded).
+	direct := []sparkStep{
+		{SQL: "CREATE TABLE " + db + ".t (id INT, name STRING) STORED AS PARQUET"},
+		{SQL: "INSERT INTO " + db + ".t VALUES (1, 'a'), (2, 'b')"},
+		{SQL: "USE " + db},
+		{SQL: "CREATE VIEW sv AS SELECT id, name FROM t"},
 	}
-	res := runSpark(t, p.URI("primary"), steps...)
-	for _, i := range []int{0, 1, 2, 3, 4, 10, 11, 15} {
+	// Phase 2, through the proxy.
+	steps := []sparkStep{
+		{SQL: "CREATE VIEW " + ext + ".v AS SELECT id, name FROM " + ext + ".t WHERE id > 0"}, // 0
+		{SQL: "USE " + ext}, // 1
+		{SQL: "CREATE VIEW v2 AS SELECT t.id FROM t JOIN " + ext + ".t u ON t.id = u.id"},                    // 2
+		{SQL: "CREATE VIEW " + ext + ".bad AS SELECT id FROM " + db + ".t"},                                  // 3
+		{SQL: "SELECT * FROM " + ext + ".v ORDER BY id", Fetch: true},                                        // 4
+		{SQL: "SELECT * FROM v2 ORDER BY id", Fetch: true},                                                   // 5
+		{SQL: "SELECT * FROM " + ext + ".hv ORDER BY id", Fetch: true},                                       // 6
+		{SQL: "SELECT * FROM " + ext + ".sv ORDER BY id", Fetch: true},                                       // 7
+		{SQL: "SELECT * FROM " + db + ".t", Fetch: true},                                                     // 8
+		{SQL: "CREATE TABLE " + ext + ".acid (id INT) STORED AS ORC TBLPROPERTIES ('transactional'='true')"}, // 9
+		{SQL: "INSERT INTO " + ext + ".acid VALUES (7)"},                                                     // 10
+		{SQL: "SELECT * FROM " + ext + ".acid", Fetch: true},                                                 // 11
+		{SQL: "SHOW TBLPROPERTIES " + ext + ".acid", Fetch: true},                                            // 12
+		{SQL: "DESCRIBE TABLE EXTENDED " + ext + ".acid", Fetch: true},                                       // 13
+		{SQL: "DROP TABLE " + ext + ".acid"},                                                                 // 14
+	}
+	// Phase 3, directly on catalog2's metastore again: every view.
+	after := []sparkStep{
+		{SQL: "SELECT * FROM " + db + ".v ORDER BY id", Fetch: true},
+		{SQL: "SELECT * FROM " + db + ".v2 ORDER BY id", Fetch: true},
+		{SQL: "SELECT * FROM " + db + ".hv ORDER BY id", Fetch: true},
+		{SQL: "SELECT * FROM " + db + ".sv ORDER BY id", Fetch: true},
+	}
+	phases := runSpark(t, sparkPhase{URI: hms2.URI, Steps: direct}, sparkPhase{URI: p.URI("primary"), Steps: steps},
+		sparkPhase{URI: hms2.URI, Steps: after})
+	for i := range direct {
+		sparkOK(t, phases[0], i)
+	}
+	res := phases[1]
+	for _, i := range []int{0, 1, 2, 9, 10, 14} {
 		sparkOK(t, res, i)
 	}
 	for _, c := range []struct {
@@ -107,27 +131,33 @@ func TestViewsReadTheRightRowsWithSpark(t *testing.T) {
 		want string
 		what string
 	}{
-		{6, "1,a;2,b", "the view created through the proxy"},
-		{7, "1;2", "the view with one-part names created under USE"},
-		{8, "1,a;2,b", "the Hive view created directly on catalog2"},
-		{9, "100,wrong", "the default catalog's table of the same name (control)"},
-		{12, "7", "the transactional table turned external"},
+		{4, "1,a;2,b", "the view created through the proxy"},
+		{5, "1;2", "the view with one-part names created under USE"},
+		{6, "1,a;2,b", "the Hive view created directly on catalog2"},
+		{7, "1,a;2,b", "the Spark view created directly on catalog2"},
+		{8, "100,wrong", "the default catalog's table of the same name (control)"},
+		{11, "7", "the transactional table turned external"},
 	} {
 		if got := rowsText(sparkOK(t, res, c.i)); got != c.want {
 			t.Errorf("%s through the proxy: %s read %q, want %q", c.what, res[c.i].SQL, got, c.want)
 		}
 	}
-	if e := res[5].Error; !strings.Contains(e, "names tables of another catalog") || !strings.Contains(e, db+".t") {
+	for i, want := range []string{"1,a;2,b", "1;2", "1,a;2,b", "1,a;2,b"} {
+		if got := rowsText(sparkOK(t, phases[2], i)); got != want {
+			t.Errorf("directly on catalog2's metastore: %s read %q, want %q", phases[2][i].SQL, got, want)
+		}
+	}
+	if e := res[3].Error; !strings.Contains(e, "names tables of another catalog") || !strings.Contains(e, db+".t") {
 		t.Errorf("a catalog2 view of the default catalog's table: want the proxy's refusal naming it, got %q", e)
 	}
 	props := map[string]string{}
-	for _, r := range sparkOK(t, res, 13) {
+	for _, r := range sparkOK(t, res, 12) {
 		if len(r) == 2 {
 			props[r[0]] = r[1]
 		}
 	}
 	typ := ""
-	for _, r := range sparkOK(t, res, 14) {
+	for _, r := range sparkOK(t, res, 13) {
 		if len(r) >= 2 && r[0] == "Type" {
 			typ = r[1]
 		}
@@ -168,6 +198,13 @@ func TestViewsReadTheRightRowsWithSpark(t *testing.T) {
 	if !strings.Contains(v2.ViewOriginalText, ext+".t u") {
 		t.Errorf("v2's text through the proxy: %q", v2.ViewOriginalText)
 	}
+	sv, err := c.GetTable(ctx(t), ext, "sv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns := sv.Parameters["view.catalogAndNamespace.part.1"]; ns != ext {
+		t.Errorf("Spark's namespace of the view it created on catalog2, through the proxy: %q, want %q", ns, ext)
+	}
 	hvp, err := c.GetTable(ctx(t), ext, "hv")
 	if err != nil {
 		t.Fatal(err)
@@ -202,16 +239,5 @@ func TestViewsReadTheRightRowsWithSpark(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(warehouse, db+".db", "t")); err != nil {
 		t.Errorf("the managed table's data next to the purged one: %v", err)
-	}
-
-	// The same views read by Spark directly on catalog2's metastore.
-	res = runSpark(t, hms2.URI,
-		sparkStep{SQL: "SELECT * FROM " + db + ".v ORDER BY id", Fetch: true},
-		sparkStep{SQL: "SELECT * FROM " + db + ".v2 ORDER BY id", Fetch: true},
-		sparkStep{SQL: "SELECT * FROM " + db + ".hv ORDER BY id", Fetch: true})
-	for i, want := range []string{"1,a;2,b", "1;2", "1,a;2,b"} {
-		if got := rowsText(sparkOK(t, res, i)); got != want {
-			t.Errorf("directly on catalog2's metastore: %s read %q, want %q", res[i].SQL, got, want)
-		}
 	}
 }
