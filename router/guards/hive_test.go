@@ -216,7 +216,8 @@ func TestPointerGuardAgainstHive313(t *testing.T) {
 	}
 
 	// 2. What Iceberg's HiveTableOperations sends on commit: the new pointer,
-	// the previous one, and expected_parameter_* in the environment.
+	// the previous one, and expected_parameter_* in the environment. It is
+	// conditional on the pointer it read: forwarded without a read.
 	commit := icebergTable(db, "orders", loc, loc+"/metadata/00002.metadata.json")
 	commit.Parameters[KeyPreviousMetadataLocation] = loc + "/metadata/00001.metadata.json"
 	env := map[string]string{EnvExpectedParameterKey: KeyMetadataLocation, EnvExpectedParameterValue: loc + "/metadata/00001.metadata.json"}
@@ -226,8 +227,8 @@ func TestPointerGuardAgainstHive313(t *testing.T) {
 	if err != nil || res.Outcome != OutcomeForwardCommit || res.Sent {
 		t.Fatalf("Iceberg commit: %+v %v", res, err)
 	}
-	if strings.Join(be.calls, ",") != "get_table" {
-		t.Errorf("a forward commit cost %v", be.calls)
+	if len(be.calls) != 0 {
+		t.Errorf("a commit conditional on the pointer it read cost %v", be.calls)
 	}
 
 	// 3. Another writer holds the table lock (an Iceberg commit in flight):
