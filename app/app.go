@@ -21,6 +21,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/restcatalog"
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/router/frontdoor"
+	"github.com/hms-proxy/hms-proxy/router/purge"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -43,6 +44,7 @@ type App struct {
 	restHandler *restcatalog.Handler
 	restOptions restcatalog.ServerOptions
 	closers     []io.Closer
+	purge       *purge.Purger // external table drop purge; nil when off
 }
 
 // Build creates every part without binding any socket.
@@ -67,13 +69,21 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 	if cfg.Logging.DebugTracing {
 		tracer = router.NewTracer(log)
 	}
-	if a.Security, err = buildSecurity(cfg, a.Registry, log); err != nil {
+	tables, err := tablePolicies(cfg, a.Registry, log)
+	if err != nil {
 		a.closeFiles()
 		return nil, err
 	}
-	ropts := router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer}
+	a.purge = tables.Purge
+	if a.Security, err = buildSecurity(cfg, a.Registry, log); err != nil {
+		a.closePurge()
+		a.closeFiles()
+		return nil, err
+	}
+	ropts := router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer, Tables: tables}
 	a.Security.routerOptions(&ropts)
 	if a.Router, err = router.New(ropts); err != nil {
+		a.closePurge()
 		a.Security.Close()
 		a.closeFiles()
 		return nil, err
@@ -210,10 +220,24 @@ func (a *App) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	// No drop is served any more: running purges finish within ctx,
+	// queued ones are logged and skipped.
+	if a.purge != nil {
+		if err := a.purge.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	a.Router.Close()
 	a.Security.Close()
 	a.closeFiles()
 	return errors.Join(errs...)
+}
+
+// closePurge stops the purge pool of a proxy that failed to build.
+func (a *App) closePurge() {
+	if a.purge != nil {
+		_ = a.purge.Close(context.Background())
+	}
 }
 
 func (a *App) closeFiles() {

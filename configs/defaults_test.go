@@ -79,9 +79,8 @@ func TestDefaults(t *testing.T) {
 	if cfg.Logging != (LoggingConfig{Level: "INFO", File: "", MaxFileSizeBytes: 50 << 20, MaxBackups: 10}) {
 		t.Errorf("Logging = %+v", cfg.Logging)
 	}
-	// The one warning of a minimal file: the specification's Iceberg
-	// pointer guard is on by default and not built yet.
-	if len(cfg.Warnings) != 1 || !strings.HasPrefix(cfg.Warnings[0], "routing.iceberg-pointer-guard.enabled=true (the default): the Iceberg pointer guard is not built yet") {
+	// A minimal file warns about nothing.
+	if len(cfg.Warnings) != 0 {
 		t.Errorf("warnings on a minimal file: %q", cfg.Warnings)
 	}
 	fs := cfg.Frontends()

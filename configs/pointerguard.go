@@ -22,10 +22,6 @@ func icebergPointerGuardFeature() *feature {
 		on:   func(c *Config) bool { return c.Routing.IcebergPointerGuard.Enabled },
 		off:  offBecause(pre + "enabled=false"),
 		loss: "let an alter_table erase an Iceberg table's metadata_location",
-		defaultOn: func(*Config) string {
-			return pre + "enabled=true (the default): the Iceberg pointer guard is not built yet in this build, so alter_table calls pass unchanged " +
-				"and an INSERT from HiveServer2 into an Iceberg table can erase its metadata_location; set " + pre + "enabled=false to acknowledge"
-		},
 		keys: []*keyDef{
 			switchKey(pre+"enabled", "true", "merge an alter_table that would erase Iceberg keys over the metastore's record",
 				func(c *Config) *bool { return &g(c).Enabled }),

@@ -76,8 +76,8 @@ func TestKeysThatDidNothingRefuse(t *testing.T) {
 		{key: "ranger.enabled", value: "false"},
 		{key: "catalog.catalog2.ranger.enabled", value: "TRUE", refused: true,
 			also: map[string]string{"catalog.catalog2.ranger.policy.rest.url": "http://r:6080", "catalog.catalog2.ranger.service-name": "s"}},
-		{key: "guard.transactional-ddl.mode", value: "REJECT_TRANSACTIONAL", refused: true},
-		{key: "guard.transactional-ddl.mode", value: "rewrite_transactional_to_external", refused: true},
+		{key: "guard.transactional-ddl.mode", value: "REJECT_TRANSACTIONAL"},
+		{key: "guard.transactional-ddl.mode", value: "rewrite_transactional_to_external"},
 		{key: "guard.transactional-ddl.mode", value: "DISABLED"},
 		{key: "rate-limit.enabled", value: "true", refused: true},
 		{key: "rate-limit.enabled", value: "false"},
@@ -96,7 +96,7 @@ func TestKeysThatDidNothingRefuse(t *testing.T) {
 		{key: "routing.refresh-privileges.synthetic-success", value: "true", refused: true},
 		{key: "routing.refresh-privileges.mode", value: "SYNTHETIC_SUCCESS", refused: true},
 		{key: "routing.iceberg-pointer-guard.enabled", value: "false"},
-		{key: "federation.external-table-drop-purge.mode", value: "BEST_EFFORT", refused: true},
+		{key: "federation.external-table-drop-purge.mode", value: "BEST_EFFORT"}, // built: warns that no catalog has prefixes
 		{key: "rest-catalog.enabled", value: "true"}, // built: accepted
 		{key: "rest-catalog.port", value: "9183"},
 		{key: "security.mode", value: "KERBEROS",
@@ -108,7 +108,7 @@ func TestKeysThatDidNothingRefuse(t *testing.T) {
 		{key: "catalog.catalog2.conf.hive.metastore.use.SSL", value: "true", refused: true},
 		{key: "catalog.catalog2.conf.hive.metastore.thrift.compact.protocol.enabled", value: "true", refused: true},
 		{key: "federation.view-text-rewrite.mode", value: "disabled"},
-		{key: "federation.view-text-rewrite.mode", value: "REWRITE"}, // the default: accepted, with the warning below
+		{key: "federation.view-text-rewrite.mode", value: "REWRITE"},
 	}
 	for _, r := range rows {
 		t.Run(r.key+"="+r.value, func(t *testing.T) {
@@ -148,42 +148,6 @@ func TestHiveDurationsAsHiveReadsThem(t *testing.T) {
 		if e := errorOn(errs, key); e == nil || e.NotBuilt || !strings.Contains(e.Msg, "Hive") && !strings.Contains(e.Msg, "negative") {
 			t.Errorf("%s=%q accepted or refused for the wrong reason:\n%s", key, v, errText(errs))
 		}
-	}
-}
-
-// TestViewRewriteWarnsOnce: until view SQL rewrite exists, a configuration
-// with non-default catalogs says once that view SQL is passed unchanged.
-func TestViewRewriteWarnsOnce(t *testing.T) {
-	count := func(ws []string) int {
-		n := 0
-		for _, w := range ws {
-			if strings.Contains(w, "view SQL is passed unchanged") {
-				n++
-			}
-		}
-		return n
-	}
-	_, _, ws := parseAll(t, refusalBase, nil)
-	if count(ws) != 1 {
-		t.Errorf("two catalogs: %d view warnings in %q", count(ws), ws)
-	}
-	_, _, ws = parseAll(t, merge(refusalBase, map[string]string{"federation.view-text-rewrite.mode": "REWRITE"}), nil)
-	if count(ws) != 1 {
-		t.Errorf("explicit REWRITE: %d view warnings in %q", count(ws), ws)
-	}
-	_, _, ws = parseAll(t, merge(refusalBase, map[string]string{"federation.view-text-rewrite.mode": "DISABLED"}), nil)
-	if count(ws) != 0 {
-		t.Errorf("DISABLED: view warning %q", ws)
-	}
-	one := map[string]string{"catalogs": "only", "catalog.only.conf.hive.metastore.uris": "thrift://h:1"}
-	_, _, ws = parseAll(t, one, nil)
-	if count(ws) != 0 {
-		t.Errorf("one catalog: view warning %q", ws)
-	}
-	// Once built, the warning is gone.
-	_, _, ws = parseAll(t, refusalBase, map[string]Status{"view-rewrite": StatusImplemented})
-	if count(ws) != 0 {
-		t.Errorf("built: view warning %q", ws)
 	}
 }
 
@@ -374,8 +338,8 @@ func TestSpecRules(t *testing.T) {
 			warn: []string{"catalog.catalog2.conf." + purgePrefixes, "APACHE_3_1_3 backends only"}},
 		{name: "tuning of a feature that is off", set: map[string]string{"routing.circuit-breaker.failure-threshold": "5"},
 			warn: []string{"routing.circuit-breaker.failure-threshold=5", "has no effect", "routing.circuit-breaker.enabled=false"}},
-		{name: "tuning of a feature on by default but not built", set: map[string]string{"routing.iceberg-pointer-guard.table-cache-ttl-ms": "0"},
-			warn: []string{"routing.iceberg-pointer-guard.table-cache-ttl-ms=0", "has no effect", "Iceberg pointer guard is not built yet"}},
+		{name: "tuning of a guard that is switched off", set: map[string]string{"routing.iceberg-pointer-guard.enabled": "false", "routing.iceberg-pointer-guard.table-cache-ttl-ms": "0"},
+			warn: []string{"routing.iceberg-pointer-guard.table-cache-ttl-ms=0", "has no effect", "routing.iceberg-pointer-guard.enabled=false"}},
 		{name: "client principal without backend SASL", set: map[string]string{"security.client-principal": "p@R"},
 			warn: []string{"security.client-principal=p@R", "has no effect", "no catalog sets conf.hive.metastore.sasl.enabled=true"}},
 		{name: "catalog conf the client does not read", set: map[string]string{"catalog.catalog1.conf.hive.metastore.execute.setugi": "true"},

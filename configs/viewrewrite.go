@@ -1,7 +1,5 @@
 package configs
 
-import "fmt"
-
 // View rewrite modes (ViewTextRewriteConfig.Mode).
 const (
 	ViewRewrite         = "REWRITE"
@@ -28,11 +26,6 @@ func viewRewriteFeature() *feature {
 			return "with one catalog, view SQL needs no rewriting"
 		},
 		loss: "pass view SQL unchanged, so a view of one catalog can resolve its tables in another",
-		defaultOn: func(c *Config) string {
-			return fmt.Sprintf("%smode=REWRITE (the default): view SQL rewrite is not built yet in this build, so view SQL is passed unchanged: "+
-				"a view stored in a non-default catalog names its tables as that backend stores them, and a client of the proxy resolves them in the default catalog (%s); "+
-				"set %smode=DISABLED to acknowledge", pre, c.Routing.DefaultCatalog, pre)
-		},
 		keys: []*keyDef{
 			{pattern: pre + "mode", typ: enum(ViewRewrite, ViewRewriteDisabled), def: ViewRewrite, example: ViewRewriteDisabled,
 				sw: true, gate: gateNonDefault, neutral: []string{ViewRewriteDisabled},

@@ -16,8 +16,10 @@ import (
 // breaker applies to each catalog a request touches.
 //
 // Order (outer to inner): Options.Outer (rate limits), the access mode, the
-// exposure rules, Options.Inner (guards, the lock shim, breakers), then the
-// executor, which sends the call to the exchange's catalog.
+// exposure rules, the table policies (tables.go: view SQL, transactional DDL
+// and Iceberg pointer guards, drop purge), Options.Inner (the lock shim,
+// breakers), then the executor, which sends the call to the exchange's
+// catalog.
 
 // Handler serves one exchange. On success it has written the client's answer
 // (single-catalog calls) or the leg's results (fan-out legs); an error is a
@@ -42,7 +44,10 @@ type Exchange struct {
 }
 
 // ReplyFilter changes the body of the backend's answer (a *_result struct
-// with backend names) before it is rewritten to the client's names.
+// with backend names) before it is rewritten to the client's names. A
+// filter that changes nothing returns the body it got (the names collected
+// while the reply was read stay valid); one that changes it returns a new
+// slice and never writes into the one it got.
 type ReplyFilter func(body []byte) ([]byte, error)
 
 // Method is the RPC's name.

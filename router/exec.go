@@ -63,10 +63,11 @@ func (r *Router) execNative(ctx context.Context, x *Exchange) error {
 	if r.trace != nil {
 		r.trace.Backend(req.info.ID, cat.Name, buf)
 	}
-	// Names are collected while the reply is read, unless something changes
-	// the body before it is rewritten (a field-id dialect, a reply filter).
+	// Names are collected while the reply is read, unless a field-id
+	// dialect changes the body before it is rewritten; a reply filter that
+	// changes it makes replyOutward walk the new body again.
 	var rw *ReplyWalk
-	if spec.Result != nil && !dialect.Touches(spec.Name, true) && len(x.filters) == 0 {
+	if spec.Result != nil && !dialect.Touches(spec.Name, true) {
 		req.out2 = outward{ns: r.ns, cat: cat, patches: p.patchArr[:0]}
 		req.rw = ReplyWalk{Plan: spec.Result, Visit: req.out2.visit, Reset: req.out2.reset}
 		rw = &req.rw
@@ -176,10 +177,14 @@ func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) er
 	}
 	body := reply.Body()
 	for _, f := range x.filters {
-		var err error
-		if body, err = f(body); err != nil {
+		nb, err := f(body)
+		if err != nil {
 			return &backendError{cat: cat, err: err}
 		}
+		if len(nb) != len(body) || len(nb) > 0 && &nb[0] != &body[0] {
+			pre = nil // the names collected while reading point into the old body
+		}
+		body = nb
 	}
 	if exc := exceptionField(body); exc != 0 {
 		// A declared exception: an error for metrics and audit, whatever

@@ -50,6 +50,10 @@ type Options struct {
 	Local map[string]LocalHandler
 	// Impersonation of the caller per catalog name (impersonation.go).
 	Impersonation map[string]*ImpersonationOptions
+	// Tables: view SQL rewrite, the transactional DDL and Iceberg pointer
+	// guards, the drop purge (tables.go); they run between exposure and
+	// Inner.
+	Tables TablePolicies
 }
 
 // Router routes calls of every front-door listener.
@@ -173,7 +177,11 @@ func New(opt Options) (*Router, error) {
 		}
 	}
 	mws := append([]Middleware{}, opt.Outer...)
-	mws = append(mws, r.accessMode, r.exposure)
+	tables, err := newTablePolicy(r, opt.Tables)
+	if err != nil {
+		return nil, err
+	}
+	mws = append(mws, r.accessMode, r.exposure, tables.middleware)
 	mws = append(mws, opt.Inner...)
 	r.chain = compose(r.execute, mws...)
 	r.locals = opt.Local

@@ -59,7 +59,7 @@ func TestCheckConfigOnAGoodFile(t *testing.T) {
 		"\n#security.server-principal=\n",                        // no value
 		"\n# == Rate limiting [rate-limit]: refused-until-built", // a feature header with its status
 		"\n#rate-limit.enabled=false\n",
-		"warning: federation.view-text-rewrite.mode=REWRITE (the default)",
+		"\n# == View SQL rewrite [view-rewrite]: implemented",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("check-config output lacks %q:\n%s", want, got)
@@ -92,16 +92,15 @@ management.enabled=yes
 // "refused:" line naming key and value, apart from plain errors.
 func TestCheckConfigRefusals(t *testing.T) {
 	var out, errb bytes.Buffer
-	path := writeFile(t, goodConfig(t)+"rate-limit.principal.requests-per-second=60\nguard.transactional-ddl.mode=REJECT_TRANSACTIONAL\nserver.tcp-keepalive=yes\n")
+	path := writeFile(t, goodConfig(t)+"rate-limit.principal.requests-per-second=60\nrouting.refresh-privileges.synthetic-success=true\nserver.tcp-keepalive=yes\n")
 	if code := run([]string{"check-config", path}, &out, &errb); code != 2 {
 		t.Fatalf("exit %d, want 2\n%s", code, out.String())
 	}
 	msg := errb.String()
 	for _, want := range []string{": INVALID\n",
 		"refused: rate-limit.principal.requests-per-second=60: Rate limiting is not built yet",
-		"refused: guard.transactional-ddl.mode=REJECT_TRANSACTIONAL: Transactional DDL guard is not built yet",
+		"refused: routing.refresh-privileges.synthetic-success=true: Synthetic refresh_privileges is not built yet",
 		"error: server.tcp-keepalive=yes: not a boolean",
-		"warning: routing.iceberg-pointer-guard.enabled=true (the default)",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("check-config lacks %q:\n%s", want, msg)

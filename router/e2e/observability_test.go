@@ -251,19 +251,22 @@ func TestObsDashboardAgainstRealPrometheusAndRealTraffic(t *testing.T) {
 	mkDB(t, direct2, visible)
 	mkTable(t, direct2, visible, "t1")
 
+	purgeRoot := t.TempDir()
 	def := obsForward(t, hms1.URI) // catalog1, the default: can be cut
 	slow := obsForward(t, hms2.URI)
 	slow.delay.Store(int64(700 * time.Millisecond))
 	p := proxytest.Start(t, map[string]string{
 		"catalogs":                "catalog1,catalog2,slowcat",
 		"routing.default-catalog": "catalog1",
-		"catalog.catalog1.conf.hive.metastore.uris": def.URI(),
-		"catalog.catalog2.conf.hive.metastore.uris": hms2.URI,
-		"catalog.catalog2.expose-mode":              "DENY_BY_DEFAULT",
-		"catalog.catalog2.expose-db-patterns":       "default|obs(vis|r)_.*",
-		"catalog.slowcat.conf.hive.metastore.uris":  slow.URI(),
-		"catalog.slowcat.shared-session-pool-size":  "1",
-		"catalog.slowcat.latency-budget-ms":         "1000",
+		"catalog.catalog1.conf.hive.metastore.uris":                                  def.URI(),
+		"catalog.catalog2.conf.hive.metastore.uris":                                  hms2.URI,
+		"catalog.catalog2.expose-mode":                                               "DENY_BY_DEFAULT",
+		"catalog.catalog2.expose-db-patterns":                                        "default|obs(vis|r)_.*",
+		"catalog.slowcat.conf.hive.metastore.uris":                                   slow.URI(),
+		"catalog.slowcat.shared-session-pool-size":                                   "1",
+		"catalog.slowcat.latency-budget-ms":                                          "1000",
+		"federation.external-table-drop-purge.mode":                                  "BEST_EFFORT",
+		"catalog.catalog2.conf.hms.proxy.external-table-drop-purge.allowed-prefixes": "file://" + purgeRoot,
 	})
 	prom := promtest.StartT(t, p.Mgmt.Addr().String(), promtest.Options{ScrapeInterval: time.Second})
 	c := proxytest.Client(t, p.URI("primary"))
@@ -273,6 +276,7 @@ func TestObsDashboardAgainstRealPrometheusAndRealTraffic(t *testing.T) {
 	// in catalog2.
 	testbed.RunScenarioT(t, testbed.Hive313, p.URI("primary"), "ddl",
 		"--db", uniq("obsl"), "--db", "catalog2__"+uniq("obsr"))
+	obsTablePolicies(t, c, "catalog2__"+visible, purgeRoot)
 
 	// Fan-out, filtered, default-catalog routed, refused, ambiguous, errors.
 	dbs, err := c.GetAllDatabases(cx)
@@ -386,6 +390,11 @@ func TestObsDashboardAgainstRealPrometheusAndRealTraffic(t *testing.T) {
 		`hms_proxy_filtered_objects_total{catalog="catalog2",method="get_database"} >= 1`,
 		`hms_proxy_bad_frames_total{frontend="primary",reason="malformed"} >= 1`,
 		`hms_proxy_frontend_connections{frontend="primary"} >= 1`,
+		`hms_proxy_view_text_rewrites_total{catalog="catalog2",direction="inward",result="rewritten"} >= 1`,
+		`hms_proxy_view_text_rewrites_total{catalog="catalog2",direction="outward",result="rewritten"} >= 1`,
+		`hms_proxy_view_text_unresolved_references_total{catalog="catalog2",direction="inward",reason="cross_catalog"} >= 1`,
+		`hms_proxy_iceberg_pointer_guard_events_total{catalog="catalog2",outcome="not_iceberg"} >= 1`,
+		`hms_proxy_external_table_purge_total{catalog="catalog2",result="deleted"} >= 1`,
 	} {
 		if err := prom.WaitForData(q, 30*time.Second); err != nil {
 			t.Errorf("real traffic left no trace in Prometheus: %v", err)
@@ -473,6 +482,40 @@ func TestObsDashboardAgainstRealPrometheusAndRealTraffic(t *testing.T) {
 			t.Errorf("%s is scraped now: remove it from obsNoProducer", n)
 		}
 	}
+}
+
+// obsTablePolicies makes traffic for the table policies' metrics in
+// database ext of catalog2: a view created and read (both rewrites), a view
+// of another catalog's table (refused), an alter (the pointer guard's
+// read), an external purge table dropped (its data purged under root).
+func obsTablePolicies(t *testing.T, c *thriftgen.Client, ext, root string) {
+	t.Helper()
+	v := hiveView(ext, "obs_v", "select id from "+ext+".t1", "select `t1`.`id` from `"+ext+"`.`t1`", "id bigint")
+	if err := c.CreateTable(ctx(t), v); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetTable(ctx(t), ext, "obs_v"); err != nil {
+		t.Fatal(err)
+	}
+	bad := hiveView(ext, "obs_bad", "select id from other.t1", "select `t1`.`id` from `other`.`t1`", "id bigint")
+	metaErr(t, c.CreateTable(ctx(t), bad), "names tables of another catalog")
+	tb, err := c.GetTable(ctx(t), ext, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.Parameters["obs"] = "1"
+	if err := c.AlterTable(ctx(t), ext, "t1", tb); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "obs_p")
+	dataDir(t, dir)
+	if err := c.CreateTable(ctx(t), extTable(ext, "obs_p", dir, true)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DropTable(ctx(t), ext, "obs_p", true); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, dir)
 }
 
 // obsWaitMoreScrapes waits until Prometheus has scraped the proxy n more

@@ -24,6 +24,7 @@ func TestFieldIDsMatchTheSchema(t *testing.T) {
 		{"alter_table_with_environment_context_args", altArgsEnv, "environment_context"}, {"alter_table_with_cascade_args", altArgsCasc, "cascade"},
 		{"alter_table_req_args", altReq, "req"}, {"AlterTableRequest", reqDB, "dbName"}, {"AlterTableRequest", reqTable, "tableName"},
 		{"AlterTableRequest", reqTbl, "table"}, {"AlterTableRequest", reqExpKey, "expectedParameterKey"}, {"AlterTableRequest", reqExpVal, "expectedParameterValue"},
+		{"AlterTableRequest", reqEnv, "environmentContext"}, {"AlterTableRequest", reqWriteID, "writeId"},
 	} {
 		s := thriftgen.LookupStruct(c.s)
 		if s == nil {
@@ -317,5 +318,54 @@ func TestHandleNonDefaultCatalogAndHive4(t *testing.T) {
 	off, _ := NewIcebergGuard(IcebergOptions{})
 	if res, _ := off.Handle(context.Background(), be, AlterCall{Method: "alter_table", Args: &args}); res.Outcome != "" || res.Sent {
 		t.Errorf("disabled guard acted: %+v", res)
+	}
+}
+
+// An alter that carries its own compare-and-set or a write id is forwarded
+// as it is: no read, nothing sent, the guard's compare-and-set never replaces
+// the writer's; one conditional on the pointer is counted as a commit.
+func TestHandleLeavesSelfGuardedAltersAlone(t *testing.T) {
+	g, _ := NewIcebergGuard(DefaultIcebergOptions())
+	env := func(k, v string) wire.Value {
+		m := newStringMap()
+		setParam(&m, k, v)
+		return wire.Struct(wire.Field{ID: envProperties, V: m})
+	}
+	withEnv := func(e wire.Value) wire.Value {
+		return wire.Struct(wire.Field{ID: altArgsDB, V: wire.Str("d")}, wire.Field{ID: altArgsTable, V: wire.Str("t")},
+			wire.Field{ID: altArgsNew, V: table(ExternalTable)}, wire.Field{ID: altArgsEnv, V: e})
+	}
+	req := func(f ...wire.Field) wire.Value {
+		return wire.Struct(wire.Field{ID: altReq, V: wire.Struct(append([]wire.Field{{ID: reqDB, V: wire.Str("d")},
+			{ID: reqTable, V: wire.Str("t")}, {ID: reqTbl, V: table(ExternalTable)}}, f...)...)})
+	}
+	for _, c := range []struct {
+		name    string
+		method  string
+		args    wire.Value
+		self    bool
+		outcome Outcome
+	}{
+		{"env compare-and-set on the pointer", "alter_table_with_environment_context", withEnv(env(EnvExpectedParameterKey, KeyMetadataLocation)), true, OutcomeForwardCommit},
+		{"env without it", "alter_table_with_environment_context", withEnv(env("DO_NOT_UPDATE_STATS", "true")), false, ""},
+		{"req compare-and-set", "alter_table_req", req(wire.Field{ID: reqExpKey, V: wire.Str("owner_lock")}), true, ""},
+		{"req write id", "alter_table_req", req(wire.Field{ID: reqWriteID, V: wire.I64(7)}), true, ""},
+		{"req write id unset (-1)", "alter_table_req", req(wire.Field{ID: reqWriteID, V: wire.I64(-1)}), false, ""},
+		{"req env compare-and-set", "alter_table_req", req(wire.Field{ID: reqEnv, V: env(EnvExpectedParameterKey, "k")}), true, ""},
+	} {
+		if _, got := SelfGuarded(c.method, &c.args); got != c.self {
+			t.Errorf("%s: SelfGuarded = %v, want %v", c.name, got, c.self)
+		}
+		be := &countingBackend{rec: icebergRecord("m/1.json", true)}
+		res, err := g.Handle(context.Background(), be, AlterCall{Catalog: "c", Method: c.method, Args: &c.args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.self && (res.Outcome != c.outcome || res.Sent || len(be.calls) != 0) {
+			t.Errorf("%s: a self-guarded alter was handled: %+v, calls %v", c.name, res, be.calls)
+		}
+		if !c.self && res.Outcome != OutcomeRepaired {
+			t.Errorf("%s: %+v", c.name, res)
+		}
 	}
 }

@@ -12,11 +12,26 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
+
+// metastoreClient opens a generated client straight to a metastore, as
+// Hive's own client speaks (TBinaryProtocol over a buffered socket). The
+// router's proxytest helper cannot be used here: the router imports this
+// package.
+func metastoreClient(t *testing.T, uri string) *thriftgen.Client {
+	t.Helper()
+	cfg := &thrift.TConfiguration{ConnectTimeout: 10 * time.Second, SocketTimeout: 120 * time.Second}
+	trans := thrift.NewTBufferedTransport(thrift.NewTSocketConf(strings.TrimPrefix(uri, "thrift://"), cfg), 64<<10)
+	if err := trans.Open(); err != nil {
+		t.Fatalf("connect %s: %v", uri, err)
+	}
+	t.Cleanup(func() { trans.Close() })
+	proto := thrift.NewTBinaryProtocolConf(trans, cfg)
+	return thriftgen.NewClient(thrift.NewTStandardClient(proto, proto))
+}
 
 // thriftBackend is the test's Backend: a tiny adapter over the generated
 // client to a real metastore (the router plugs its own executor in).
@@ -134,8 +149,8 @@ func alterArgs(t *testing.T, db, name string, tbl *thriftgen.Table, env map[stri
 
 func TestPointerGuardAgainstHive313(t *testing.T) {
 	ms := testbed.StartMetastoreT(t, testbed.Hive313)
-	c := proxytest.Client(t, ms.URI)
-	other := proxytest.Client(t, ms.URI) // a second client: "another writer"
+	c := metastoreClient(t, ms.URI)
+	other := metastoreClient(t, ms.URI) // a second client: "another writer"
 	ctx := context.Background()
 	dir := t.TempDir()
 	db := "iceguard"
@@ -201,7 +216,8 @@ func TestPointerGuardAgainstHive313(t *testing.T) {
 	}
 
 	// 2. What Iceberg's HiveTableOperations sends on commit: the new pointer,
-	// the previous one, and expected_parameter_* in the environment.
+	// the previous one, and expected_parameter_* in the environment. It is
+	// conditional on the pointer it read: forwarded without a read.
 	commit := icebergTable(db, "orders", loc, loc+"/metadata/00002.metadata.json")
 	commit.Parameters[KeyPreviousMetadataLocation] = loc + "/metadata/00001.metadata.json"
 	env := map[string]string{EnvExpectedParameterKey: KeyMetadataLocation, EnvExpectedParameterValue: loc + "/metadata/00001.metadata.json"}
@@ -211,8 +227,8 @@ func TestPointerGuardAgainstHive313(t *testing.T) {
 	if err != nil || res.Outcome != OutcomeForwardCommit || res.Sent {
 		t.Fatalf("Iceberg commit: %+v %v", res, err)
 	}
-	if strings.Join(be.calls, ",") != "get_table" {
-		t.Errorf("a forward commit cost %v", be.calls)
+	if len(be.calls) != 0 {
+		t.Errorf("a commit conditional on the pointer it read cost %v", be.calls)
 	}
 
 	// 3. Another writer holds the table lock (an Iceberg commit in flight):

@@ -192,9 +192,47 @@ const (
 	reqDB        int16 = 2 // AlterTableRequest.dbName
 	reqTable     int16 = 3 // AlterTableRequest.tableName
 	reqTbl       int16 = 4 // AlterTableRequest.table
+	reqEnv       int16 = 5 // AlterTableRequest.environmentContext
+	reqWriteID   int16 = 6 // AlterTableRequest.writeId
 	reqExpKey    int16 = 10
 	reqExpVal    int16 = 11
 )
+
+// SelfGuarded reports whether an alter_table* call protects itself, so the
+// pointer guard forwards it as it is, without reading the record: a
+// compare-and-set (alter_table_req's expectedParameterKey, or
+// expected_parameter_key in the EnvironmentContext, as Iceberg's own commits
+// send), which the guard must never replace by its own; or a write id (an
+// alter of a Hive ACID table, which is never an Iceberg table). casKey is
+// the compare-and-set's key ("" for a write id).
+func SelfGuarded(method string, args *wire.Value) (casKey string, self bool) {
+	var env *wire.Value
+	switch method {
+	case "alter_table_with_environment_context":
+		env = At(args, []int16{altArgsEnv})
+	case "alter_table_req":
+		r := At(args, []int16{altReq})
+		if r == nil {
+			return "", false
+		}
+		if k := r.Field(reqExpKey); k != nil && k.Type == wire.TString && len(k.Str) > 0 {
+			return string(k.Str), true
+		}
+		if w := r.Field(reqWriteID); w != nil && w.Type == wire.TI64 && w.Int > 0 {
+			return "", true
+		}
+		env = At(r, []int16{reqEnv})
+	}
+	if env == nil {
+		return "", false
+	}
+	props := env.Field(envProperties)
+	if props == nil || props.Type != wire.TMap || props.KeyType != wire.TString || props.ElemType != wire.TString {
+		return "", false
+	}
+	v, ok := param(props, EnvExpectedParameterKey)
+	return v, ok && v != ""
+}
 
 // AlterTarget returns the database, table name and new Table of an
 // alter_table* call's args, or ok=false for another method.
@@ -388,6 +426,16 @@ func (g *IcebergGuard) Handle(ctx context.Context, be Backend, call AlterCall) (
 	if !ok {
 		return AlterResult{}, nil
 	}
+	if cas, self := SelfGuarded(call.Method, call.Args); self {
+		if CarriesPointer(req) {
+			g.Forget(call.Catalog, db, table)
+		}
+		if cas == KeyMetadataLocation {
+			// Conditional on the pointer: a commit built on it.
+			return g.count(call, AlterResult{Outcome: OutcomeForwardCommit}), nil
+		}
+		return AlterResult{}, nil
+	}
 	key := cacheKey(call.Catalog, db, table)
 	if CarriesPointer(req) {
 		g.Forget(call.Catalog, db, table)
@@ -565,7 +613,7 @@ type IcebergMetrics struct{ events *prometheus.CounterVec }
 func NewIcebergMetrics(reg prometheus.Registerer) *IcebergMetrics {
 	m := &IcebergMetrics{events: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: MetricIcebergPointerGuardEvents,
-		Help: "Iceberg pointer guard decisions on alter_table, by catalog and outcome: repaired, forward_commit, not_iceberg, cache_suppressed, read_failed, repair_lock_timeout. All but cache_suppressed cost one get_table.",
+		Help: "Iceberg pointer guard decisions on alter_table, by catalog and outcome: repaired, forward_commit, not_iceberg, cache_suppressed, read_failed, repair_lock_timeout. All but cache_suppressed, and a commit conditional on the pointer it read (counted as forward_commit), cost one get_table.",
 	}, []string{"catalog", "outcome"})}
 	if reg != nil {
 		reg.MustRegister(m.events)

@@ -76,6 +76,7 @@ type Tap struct {
 	errs    []string
 	conns   map[*tapConn]struct{}
 	hangUp  bool
+	hangOn  map[string]bool // methods hung up on while hangUp is off
 	closing bool
 	wg      sync.WaitGroup
 	once    sync.Once
@@ -213,6 +214,17 @@ func (tp *Tap) HangUp(on bool) {
 	tp.mu.Unlock()
 }
 
+// HangUpOn hangs up on calls of the named methods only (none: forward
+// every call again); the others pass through as usual.
+func (tp *Tap) HangUpOn(methods ...string) {
+	tp.mu.Lock()
+	tp.hangOn = map[string]bool{}
+	for _, m := range methods {
+		tp.hangOn[m] = true
+	}
+	tp.mu.Unlock()
+}
+
 func (tp *Tap) fail(format string, args ...any) {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
@@ -300,7 +312,7 @@ func (tp *Tap) serve(pc *tapConn) {
 			return
 		}
 		tp.mu.Lock()
-		hangUp := tp.hangUp
+		hangUp := tp.hangUp || tp.hangOn[m.Name]
 		call.HungUp = hangUp
 		if len(tp.calls) < tapMaxCalls {
 			tp.calls = append(tp.calls, call)

@@ -121,7 +121,7 @@ func (t *TableRewriter) Rewrite(d Direction, catalog string, tbl *wire.Value) (T
 			}
 			v.DB = sdb
 		}
-		n, fs := t.rewriteParams(d, c, params)
+		n, fs := t.rewriteParams(d, c, params, d == Inward && hasOnePart(tbl))
 		out.Changed += n
 		for _, f := range fs {
 			finding(f)
@@ -174,8 +174,30 @@ func sparkDB(params *wire.Value) (string, bool) {
 	return get(sparkDefaultDB)
 }
 
-// rewriteParams rewrites the database of Spark's current namespace.
-func (t *TableRewriter) rewriteParams(d Direction, c *Catalog, params *wire.Value) (int, []Finding) {
+// hasOnePart reports whether a view text of tbl names a table by one part
+// (not a CTE): only such names resolve against Spark's current namespace.
+func hasOnePart(tbl *wire.Value) bool {
+	for _, id := range [...]int16{tableFieldViewExpandedText, tableFieldViewOriginalText} {
+		f := tbl.Field(id)
+		if f == nil || f.Type != wire.TString {
+			continue
+		}
+		text := string(f.Str)
+		for _, ref := range scan(text, lex(text)) {
+			if len(ref.parts) == 1 && !ref.cte {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// rewriteParams rewrites the database of Spark's current namespace. Inward,
+// a namespace of another catalog is a cross-catalog reference only when
+// onePart (a one-part table name resolves against it); otherwise it changes
+// nothing the view reads (Spark records the session's current database even
+// for a fully qualified view), and is left as it is and reported.
+func (t *TableRewriter) rewriteParams(d Direction, c *Catalog, params *wire.Value, onePart bool) (int, []Finding) {
 	var dbIdx = -1
 	numParts, part0 := "", ""
 	for i := 0; i+1 < len(params.Elems); i += 2 {
@@ -202,6 +224,10 @@ func (t *TableRewriter) rewriteParams(d Direction, c *Catalog, params *wire.Valu
 	edits, f := t.r.twoPart(d, c, name{val: val, ok: true}, func(s string) []edit { return []edit{{with: s}} })
 	if f != nil {
 		f.Ref, f.Detail = key+"="+val, f.Detail+" (Spark view property)"
+		if f.Reason == CrossCatalog && d == Inward && !onePart {
+			f.Reason = Unclassified
+			f.Detail += "; the view names every table with its database, so this namespace resolves nothing"
+		}
 		return 0, []Finding{*f}
 	}
 	if len(edits) == 0 {

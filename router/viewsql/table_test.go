@@ -110,3 +110,36 @@ func TestInwardRefusalOfACrossCatalogView(t *testing.T) {
 	var nilM *Metrics
 	nilM.observe("c", Inward, TableResult{}) // nil-safe
 }
+
+// Spark records the session's current database with every view, also a
+// fully qualified one created from another catalog's database (USE default,
+// then CREATE VIEW catalog2__sales.v AS SELECT ... FROM catalog2__sales.t,
+// as real Spark 3.5.9 sends it): that namespace resolves nothing and is no
+// reason to refuse; with a one-part name it resolves that name in the other
+// catalog and is.
+func TestInwardSparkNamespaceOfAQualifiedView(t *testing.T) {
+	r := testRewriter(t, true)
+	tr := NewTableRewriter(r, TableOptions{})
+	ns := []string{"view.catalogAndNamespace.numParts", "2", "view.catalogAndNamespace.part.0", "spark_catalog",
+		"view.catalogAndNamespace.part.1", "default"}
+	q := "SELECT id, name FROM catalog2__sales.t WHERE id > 0"
+	tbl := viewTable("catalog2__sales", q, q, ns...)
+	res, err := tr.Rewrite(Inward, "catalog2", &tbl)
+	if err != nil || res.Err() != nil {
+		t.Fatalf("a qualified view was refused: %v %v", err, res.Err())
+	}
+	if len(res.Findings) != 1 || res.Findings[0].Reason != Unclassified {
+		t.Errorf("findings %v: want the namespace reported as left unchanged", res.Findings)
+	}
+	if got := tbl.Field(tableFieldViewExpandedText).String(); got != "SELECT id, name FROM sales.t WHERE id > 0" {
+		t.Errorf("text %q", got)
+	}
+	if got := paramOf(&tbl, "view.catalogAndNamespace.part.1"); got != "default" {
+		t.Errorf("part.1 = %q", got)
+	}
+	q = "SELECT id FROM t"
+	tbl = viewTable("catalog2__sales", q, q, ns...)
+	if res, _ = tr.Rewrite(Inward, "catalog2", &tbl); res.Err() == nil {
+		t.Errorf("a one-part name resolved in the default catalog's database was not refused: %v", res.Findings)
+	}
+}

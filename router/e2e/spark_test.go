@@ -1,0 +1,183 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hms-proxy/hms-proxy/testbed"
+)
+
+// sparkPackages are the pinned PyPI packages of the Spark client virtualenv:
+// pyspark with its own Spark (Hive 2.3.9 client built in), which talks to
+// Hive 3.1.3 metastores over Thrift as it does in production.
+var sparkPackages = []string{"pyspark==3.5.9"}
+
+// sparkPython returns the interpreter of the Spark virtualenv under
+// $HMS_PROXY_CACHE/python/, building it (python3 -m venv, pip install from
+// PyPI) when missing. A file lock keeps parallel test binaries from
+// building it twice; it is built in a scratch folder and renamed into place.
+func sparkPython(t *testing.T) string {
+	t.Helper()
+	h := uint32(2166136261)
+	for _, s := range sparkPackages {
+		for i := 0; i < len(s); i++ {
+			h = (h ^ uint32(s[i])) * 16777619
+		}
+	}
+	root := filepath.Join(testbed.Cache(), "python")
+	dir := filepath.Join(root, fmt.Sprintf("pyspark-%08x", h))
+	py := filepath.Join(dir, "bin", "python")
+	if _, err := os.Stat(py); err == nil {
+		return py
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(root, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
+	if _, err := os.Stat(py); err == nil {
+		return py
+	}
+	base, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 not found (apt-get install -y python3 python3-venv): %v", err)
+	}
+	tmp := dir + ".tmp"
+	_ = os.RemoveAll(tmp)
+	start := time.Now()
+	run := func(name string, args ...string) {
+		cmd := exec.Command(name, args...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
+		}
+	}
+	run(base, "-m", "venv", tmp)
+	run(filepath.Join(tmp, "bin", "pip"), append([]string{"install", "-q", "--disable-pip-version-check"}, sparkPackages...)...)
+	// bin/python finds its packages relative to itself, so the renamed
+	// venv works (pyspark's launcher scripts are found through the package).
+	if err := os.Rename(tmp, dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Spark client venv built in %s: %s", time.Since(start).Round(time.Second), dir)
+	return py
+}
+
+// sparkStep is one SQL statement of a Spark run; with fetch its rows are
+// collected.
+type sparkStep struct {
+	SQL   string `json:"sql"`
+	Fetch bool   `json:"fetch,omitempty"`
+}
+
+// sparkResult is what one statement gave: rows or an error.
+type sparkResult struct {
+	SQL   string     `json:"sql"`
+	Rows  [][]string `json:"rows"`
+	Error string     `json:"error"`
+}
+
+// sparkPhase is a list of statements run in one SparkSession against the
+// metastore at URI.
+type sparkPhase struct {
+	URI   string      `json:"uri"`
+	Steps []sparkStep `json:"steps"`
+}
+
+// runSpark runs the phases in local SparkSessions with Hive support
+// (spark.sql.catalogImplementation=hive), one after the other in one JVM
+// (a Spark session's metastore is fixed), with a local warehouse in a temp
+// dir; it returns each phase's results.
+func runSpark(t *testing.T, phases ...sparkPhase) [][]sparkResult {
+	t.Helper()
+	py := sparkPython(t)
+	work := t.TempDir()
+	arg, _ := json.Marshal(map[string]any{"warehouse": filepath.Join(work, "warehouse"), "phases": phases})
+	script, err := filepath.Abs(filepath.Join("testdata", "spark_sql.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(py, script, string(arg))
+	cmd.Dir = work // derby.log, metastore_db of a misconfigured session, spark-warehouse
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "SPARK_LOCAL_IP=127.0.0.1", "PYSPARK_PYTHON="+py)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	start := time.Now()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("spark run: %v\nstdout: %s\nstderr: %s", err, stdout.String(), tailLines(stderr.String(), 40))
+		}
+	case <-time.After(8 * time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("spark run: no answer within 8 minutes\nstderr: %s", tailLines(stderr.String(), 40))
+	}
+	out := bytes.TrimSpace(stdout.Bytes())
+	if i := bytes.LastIndexByte(out, '\n'); i >= 0 {
+		out = out[i+1:]
+	}
+	var res []struct {
+		URI     string        `json:"uri"`
+		Results []sparkResult `json:"results"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || len(res) != len(phases) {
+		t.Fatalf("spark run: answer is not one result list per phase (%v): %s\nstderr: %s", err, stdout.String(), tailLines(stderr.String(), 40))
+	}
+	var all [][]sparkResult
+	for i, ph := range res {
+		if ph.URI != phases[i].URI || len(ph.Results) != len(phases[i].Steps) {
+			t.Fatalf("spark phase %d ran against %s with %d results, want %s with %d", i, ph.URI, len(ph.Results), phases[i].URI, len(phases[i].Steps))
+		}
+		all = append(all, ph.Results)
+	}
+	t.Logf("spark run: %d phases in %s", len(phases), time.Since(start).Round(time.Second))
+	return all
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// sparkOK fails the test when statement i failed, and returns its rows.
+func sparkOK(t *testing.T, res []sparkResult, i int) [][]string {
+	t.Helper()
+	if res[i].Error != "" {
+		t.Fatalf("spark: %s: %s", res[i].SQL, res[i].Error)
+	}
+	return res[i].Rows
+}
+
+// rowsText renders rows for comparisons ("1,a;2,b").
+func rowsText(rows [][]string) string {
+	var parts []string
+	for _, r := range rows {
+		parts = append(parts, strings.Join(r, ","))
+	}
+	return strings.Join(parts, ";")
+}
