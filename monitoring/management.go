@@ -144,8 +144,8 @@ type Management struct {
 	// the catalogs' connectivity), served on /metrics next to gatherer.
 	readiness *readinessMetrics
 	own       *prometheus.Registry
-	log      *slog.Logger
-	started  time.Time
+	log       *slog.Logger
+	started   time.Time
 
 	slots      chan struct{} // all handlers
 	readySlots chan struct{} // /readyz only
