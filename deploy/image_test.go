@@ -292,13 +292,15 @@ routing.iceberg-pointer-guard.enabled=false
 	if err := os.Mkdir(state, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chown(state, imageUID, imageUID); err != nil {
-		t.Fatalf("give the state directory to uid %d: %v", imageUID, err)
+	if os.Geteuid() != 0 {
+		// Rootless podman gives the directory to a subordinate uid (:U
+		// below); hand it back before the temp dir is removed.
+		t.Cleanup(func() { p.try("unshare", "chown", "-R", "0:0", state) })
 	}
 	name := fmt.Sprintf("hms-proxy-test-%d", os.Getpid())
 	p.run(append(append([]string{"run", "-d", "--name", name, "--network", "host", "--read-only", "--cap-drop", "ALL",
 		"--security-opt", "no-new-privileges"}, p.ulimits...),
-		"-v", conf+":"+imageConfigFile+":ro", "-v", state+":"+imageWorkdir, tag)...)
+		"-v", conf+":"+imageConfigFile+":ro", "-v", state+":"+imageWorkdir+":U", tag)...)
 	t.Cleanup(func() { p.try("rm", "-f", name) })
 
 	base := fmt.Sprintf("http://127.0.0.1:%d", mport)
