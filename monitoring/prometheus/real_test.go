@@ -189,6 +189,40 @@ next:
 	return false
 }
 
+// concurrent sends calls calls to slowcat over uri at once (each on its own
+// connection, gap apart) until want of them failed with an error containing
+// sign, in at most 10 rounds.
+func concurrent(t *testing.T, want int, uri string, calls int, gap time.Duration, sign string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	seen := 0
+	for round := 0; round < 10 && seen < want; round++ {
+		var wg sync.WaitGroup
+		errs := make([]error, calls)
+		for i := range calls {
+			c := proxytest.Client(t, uri)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = c.GetDatabase(ctx, "slowcat__default")
+			}()
+			if i < calls-1 {
+				time.Sleep(gap)
+			}
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil && strings.Contains(err.Error(), sign) {
+				seen++
+			}
+		}
+	}
+	if seen < want {
+		t.Fatalf("%d calls failed with %q over %s, want %d", seen, sign, uri, want)
+	}
+}
+
 // TestAlertRulesAgainstRealPrometheusAndProxy loads alerts.yml into a real
 // Prometheus that scrapes a real proxy in front of a real Hive metastore,
 // breaks the backends the way production does (gone, hung, flapping),
@@ -255,34 +289,12 @@ func TestAlertRulesAgainstRealPrometheusAndProxy(t *testing.T) {
 		}
 		// slowcat and the one-worker listener: one call holds the worker
 		// and slowcat's one session; the second waits for the worker, the
-		// third finds the queue full and is refused (busy). The waiting
-		// call then finds no free session within slowcat's 1 s budget.
-		var wg sync.WaitGroup
-		for range scale {
-			for i := range 3 {
-				c := proxytest.Client(t, p.URI("small"))
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					_, _ = c.GetDatabase(ctx, "slowcat__default")
-				}()
-				if i < 2 {
-					time.Sleep(300 * time.Millisecond)
-				}
-			}
-			wg.Wait()
-		}
-		// Three concurrent calls on slowcat's one session: the ones left
-		// waiting time out.
-		for range 3 {
-			c := proxytest.Client(t, p.URI("primary"))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, _ = c.GetDatabase(ctx, "slowcat__default")
-			}()
-		}
-		wg.Wait()
+		// third finds the queue full and is refused (busy). Repeated until
+		// the refusals happened, however the machine schedules the calls.
+		concurrent(t, scale, p.URI("small"), 3, 300*time.Millisecond, "is busy")
+		// Three concurrent calls on slowcat's one session: those left
+		// waiting find no session within the 1 s budget.
+		concurrent(t, scale, p.URI("primary"), 3, 0, "pool exhausted")
 		// HTTP health checks pointed at the Thrift port.
 		for range 160 * scale {
 			c, err := net.DialTimeout("tcp", p.Listener("primary").Addr().String(), 5*time.Second)
