@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -278,4 +280,24 @@ func timeUTC(iso string) (string, error) {
 		return "", err
 	}
 	return ts.UTC().Format(time.RFC3339), nil
+}
+
+// A command with flags of its own (smoke) answers -h/--help itself; the
+// others get their help from the table.
+func TestDispatchOwnHelp(t *testing.T) {
+	var got []string
+	cmds := append(commands(), command{name: "probe", synopsis: "[flags]", summary: "s", nargs: anyArgs, ownHelp: true,
+		run: func(args []string, stdout, _ io.Writer) int { got = args; fmt.Fprint(stdout, "own usage"); return 0 }})
+	var out, errb bytes.Buffer
+	if code := dispatch(cmds, []string{"probe", "--help"}, &out, &errb); code != 0 || out.String() != "own usage" || len(got) != 1 || got[0] != "--help" {
+		t.Errorf("own help: exit %d, stdout %q, args %q", code, out.String(), got)
+	}
+	out.Reset()
+	if code := dispatch(cmds, []string{"help", "probe"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "Usage: hms-proxy probe [flags]") {
+		t.Errorf("help probe: exit %d, stdout %q", code, out.String())
+	}
+	out.Reset()
+	if code := dispatch(cmds, []string{"--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "hms-proxy probe [flags]") {
+		t.Errorf("the usage does not list the table's rows:\n%s", out.String())
+	}
 }

@@ -40,13 +40,15 @@ type command struct {
 	summary  string // one line for the usage text
 	detail   string // more text for "help COMMAND" (optional)
 	nargs    int    // exact number of arguments, or anyArgs
-	run      func(args []string, stdout, stderr io.Writer) int
+	ownHelp  bool   // the command answers -h/--help itself (one with flags of its own)
+	// run runs the command; nil for help, which dispatch answers from the
+	// table it was given.
+	run func(args []string, stdout, stderr io.Writer) int
 }
 
 // commands is the dispatch table, in the order the usage text lists it.
 func commands() []command {
-	var cmds []command
-	cmds = []command{
+	return []command{
 		{name: "serve", synopsis: "FILE", nargs: 1,
 			summary: "run the proxy with an hms-proxy.properties file (also: hms-proxy FILE)",
 			detail: "SIGTERM or SIGINT stop it in order within server.shutdown-timeout-seconds: listeners stop\n" +
@@ -65,10 +67,8 @@ func commands() []command {
 				return exitOK
 			}},
 		{name: "help", synopsis: "[COMMAND]", nargs: anyArgs,
-			summary: "print this help, or a command's (also: -h, --help)",
-			run:     func(args []string, stdout, stderr io.Writer) int { return help(cmds, args, stdout, stderr) }},
+			summary: "print this help, or a command's (also: -h, --help)"},
 	}
-	return cmds
 }
 
 func main() {
@@ -92,7 +92,11 @@ func lookup(cmds []command, name string) (command, bool) {
 // status 0; a wrong invocation is reported on stderr, with the usage, and
 // exit status 2.
 func run(args []string, stdout, stderr io.Writer) int {
-	cmds := commands()
+	return dispatch(commands(), args, stdout, stderr)
+}
+
+// dispatch runs args against a command table.
+func dispatch(cmds []command, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		return usageError(cmds, stderr, "no command or configuration file given")
 	}
@@ -104,12 +108,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		first = "version"
 	}
 	if c, ok := lookup(cmds, first); ok {
-		if c.name != "help" && len(rest) == 1 && isHelpFlag(rest[0]) {
+		if c.name != "help" && !c.ownHelp && len(rest) == 1 && isHelpFlag(rest[0]) {
 			writeCommandHelp(stdout, c)
 			return exitOK
 		}
 		if c.nargs != anyArgs && len(rest) != c.nargs {
 			return usageError(cmds, stderr, fmt.Sprintf("%s takes %s, got %s", c.name, argCount(c), quoteArgs(rest)))
+		}
+		if c.run == nil {
+			return help(cmds, rest, stdout, stderr)
 		}
 		return c.run(rest, stdout, stderr)
 	}
