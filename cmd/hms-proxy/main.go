@@ -23,11 +23,11 @@ import (
 	"github.com/hms-proxy/hms-proxy/configs"
 )
 
-// Exit statuses.
+// Exit statuses of the dispatcher; serve also exits 1 when the proxy
+// stopped on a runtime error, and 2 on an invalid configuration.
 const (
 	exitOK    = 0
-	exitFail  = 1 // the proxy stopped on a runtime error
-	exitUsage = 2 // a wrong invocation or an invalid configuration
+	exitUsage = 2 // a wrong invocation
 )
 
 // anyArgs marks a command that checks its own arguments.
