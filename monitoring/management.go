@@ -157,8 +157,12 @@ type Management struct {
 	cfg      ManagementConfig
 	gatherer prometheus.Gatherer
 	src      ReadinessSource
-	log      *slog.Logger
-	started  time.Time
+	// readiness holds the listener's own metrics (the /readyz answers and
+	// the catalogs' connectivity), served on /metrics next to gatherer.
+	readiness *readinessMetrics
+	own       *prometheus.Registry
+	log       *slog.Logger
+	started   time.Time
 
 	slots      chan struct{} // all handlers
 	readySlots chan struct{} // /readyz only
@@ -179,7 +183,9 @@ type Management struct {
 }
 
 // NewManagement builds the listener; Start binds it. gatherer serves /metrics
-// (usually the registry passed to NewMetrics). logger may be nil.
+// (usually the registry passed to NewMetrics), together with the listener's
+// own readiness metrics (hms_proxy_ready and the others of readiness.go).
+// logger may be nil.
 func NewManagement(cfg ManagementConfig, gatherer prometheus.Gatherer, src ReadinessSource, logger *slog.Logger) *Management {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -192,10 +198,15 @@ func NewManagement(cfg ManagementConfig, gatherer prometheus.Gatherer, src Readi
 	}
 	pool := max(cfg.Threads, 2)
 	ctx, cancel := context.WithCancel(context.Background())
+	readiness := newReadinessMetrics(src)
+	own := prometheus.NewRegistry()
+	own.MustRegister(readiness) // a fresh registry: cannot collide
 	return &Management{
 		cfg:         cfg,
 		gatherer:    gatherer,
 		src:         src,
+		readiness:   readiness,
+		own:         own,
 		log:         logger,
 		started:     time.Now(),
 		slots:       make(chan struct{}, pool),
@@ -233,7 +244,11 @@ func (m *Management) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", m.limited(false, http.HandlerFunc(m.serveHealthz)))
 	mux.Handle("/readyz", m.limited(true, http.HandlerFunc(m.serveReadyz)))
-	mux.Handle("/metrics", m.limited(false, promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{
+	gatherers := prometheus.Gatherers{m.own}
+	if m.gatherer != nil {
+		gatherers = append(gatherers, m.gatherer)
+	}
+	mux.Handle("/metrics", m.limited(false, promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
 		ErrorHandling: promhttp.ContinueOnError,
 	})))
@@ -570,6 +585,7 @@ func (m *Management) serveReadyz(w http.ResponseWriter, r *http.Request) {
 		reasons = append(reasons, "front-door Kerberos login is "+fd.State)
 	}
 	resp.Ready = len(reasons) == 0
+	m.readiness.observe(resp.Ready)
 	code := http.StatusOK
 	resp.Status = StatusReady
 	if !resp.Ready {

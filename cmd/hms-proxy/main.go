@@ -3,6 +3,8 @@
 //
 //	hms-proxy [serve] FILE          run with an hms-proxy.properties file
 //	hms-proxy check-config FILE     validate FILE and print the effective configuration
+//	hms-proxy version               print the version and build information (also --version)
+//	hms-proxy help [COMMAND]        print usage on standard output (also -h, --help)
 package main
 
 import (
@@ -21,33 +23,215 @@ import (
 	"github.com/hms-proxy/hms-proxy/configs"
 )
 
-const usage = `usage:
-  hms-proxy [serve] FILE          run the proxy with an hms-proxy.properties file
-  hms-proxy check-config FILE     validate FILE, print the verdict and the effective configuration
-`
+// Exit statuses of the dispatcher; serve also exits 1 when the proxy
+// stopped on a runtime error, and 2 on an invalid configuration.
+const (
+	exitOK    = 0
+	exitUsage = 2 // a wrong invocation
+)
+
+// anyArgs marks a command that checks its own arguments.
+const anyArgs = -1
+
+// command is one subcommand: a row of the dispatch table.
+type command struct {
+	name     string
+	synopsis string // the arguments, as the usage line shows them
+	summary  string // one line for the usage text
+	detail   string // more text for "help COMMAND" (optional)
+	nargs    int    // exact number of arguments, or anyArgs
+	ownHelp  bool   // the command answers -h/--help itself (one with flags of its own)
+	// run runs the command; nil for help, which dispatch answers from the
+	// table it was given.
+	run func(args []string, stdout, stderr io.Writer) int
+}
+
+// commands is the dispatch table, in the order the usage text lists it.
+func commands() []command {
+	return []command{
+		{name: "serve", synopsis: "FILE", nargs: 1,
+			summary: "run the proxy with an hms-proxy.properties file (also: hms-proxy FILE)",
+			detail: "SIGTERM or SIGINT stop it in order within server.shutdown-timeout-seconds: listeners stop\n" +
+				"accepting, calls in flight finish, backend sessions close. The log goes to standard error\n" +
+				"(and to logging.file when set).",
+			run: func(args []string, _, stderr io.Writer) int { return serve(args[0], stderr) }},
+		{name: "check-config", synopsis: "FILE", nargs: 1,
+			summary: "validate FILE, print the verdict and the effective configuration",
+			detail: "Prints \"FILE: OK\", the warnings and every key's effective value on standard output\n" +
+				"(exit status 0), or \"FILE: INVALID\" and one line per problem on standard error (exit status 2).",
+			run: checkConfig},
+		{name: "version", nargs: 0,
+			summary: "print the version and build information (also: --version)",
+			run: func(_ []string, stdout, _ io.Writer) int {
+				currentBuildInfo().write(stdout)
+				return exitOK
+			}},
+		{name: "help", synopsis: "[COMMAND]", nargs: anyArgs,
+			summary: "print this help, or a command's (also: -h, --help)"},
+	}
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	switch {
-	case len(args) == 2 && args[0] == "check-config":
-		return checkConfig(args[1], stdout, stderr)
-	case len(args) == 2 && args[0] == "serve":
-		return serve(args[1], stderr)
-	case len(args) == 1 && !strings.HasPrefix(args[0], "-"):
-		return serve(args[0], stderr)
+func isHelpFlag(s string) bool { return s == "-h" || s == "--help" || s == "-help" }
+
+func isVersionFlag(s string) bool { return s == "--version" || s == "-version" }
+
+func lookup(cmds []command, name string) (command, bool) {
+	for _, c := range cmds {
+		if c.name == name {
+			return c, true
+		}
 	}
-	fmt.Fprint(stderr, usage)
-	return 2
+	return command{}, false
+}
+
+// run dispatches the command line. Usage asked for goes to stdout with exit
+// status 0; a wrong invocation is reported on stderr, with the usage, and
+// exit status 2.
+func run(args []string, stdout, stderr io.Writer) int {
+	return dispatch(commands(), args, stdout, stderr)
+}
+
+// dispatch runs args against a command table.
+func dispatch(cmds []command, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		return usageError(cmds, stderr, "no command or configuration file given")
+	}
+	first, rest := args[0], args[1:]
+	switch {
+	case isHelpFlag(first):
+		first = "help"
+	case isVersionFlag(first):
+		first = "version"
+	}
+	if c, ok := lookup(cmds, first); ok {
+		if c.name != "help" && !c.ownHelp && len(rest) == 1 && isHelpFlag(rest[0]) {
+			writeCommandHelp(stdout, c)
+			return exitOK
+		}
+		if c.nargs != anyArgs && len(rest) != c.nargs {
+			return usageError(cmds, stderr, fmt.Sprintf("%s takes %s, got %s", c.name, argCount(c), quoteArgs(rest)))
+		}
+		if c.run == nil {
+			return help(cmds, rest, stdout, stderr)
+		}
+		return c.run(rest, stdout, stderr)
+	}
+	if strings.HasPrefix(first, "-") {
+		return usageError(cmds, stderr, fmt.Sprintf("unknown option %q", first))
+	}
+	if len(args) > 1 {
+		return usageError(cmds, stderr, fmt.Sprintf("unknown command %q", first))
+	}
+	// hms-proxy FILE: a missing file whose name is a near miss of a command
+	// is a mistyped command, not a configuration file.
+	if _, err := os.Stat(first); err != nil {
+		if near := nearCommand(cmds, first); near != "" {
+			return usageError(cmds, stderr, fmt.Sprintf("unknown command %q (did you mean %q?), and no configuration file of that name exists", first, near))
+		}
+	}
+	return serve(first, stderr)
+}
+
+func argCount(c command) string {
+	switch c.nargs {
+	case 0:
+		return "no arguments"
+	case 1:
+		return "exactly one argument (" + c.synopsis + ")"
+	}
+	return fmt.Sprintf("exactly %d arguments (%s)", c.nargs, c.synopsis)
+}
+
+func quoteArgs(args []string) string {
+	if len(args) == 0 {
+		return "none"
+	}
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = fmt.Sprintf("%q", a)
+	}
+	return fmt.Sprintf("%d: %s", len(args), strings.Join(q, " "))
+}
+
+// nearCommand returns the command name within two edits of s, if any.
+func nearCommand(cmds []command, s string) string {
+	for _, c := range cmds {
+		if editDistance(strings.ToLower(s), c.name) <= 2 {
+			return c.name
+		}
+	}
+	return ""
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func usageError(cmds []command, stderr io.Writer, msg string) int {
+	fmt.Fprintf(stderr, "hms-proxy: %s\n\n", msg)
+	writeUsage(stderr, cmds)
+	return exitUsage
+}
+
+func writeUsage(w io.Writer, cmds []command) {
+	fmt.Fprintln(w, "Usage:")
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-33s %s\n", strings.TrimSpace("hms-proxy "+c.name+" "+c.synopsis), c.summary)
+	}
+	fmt.Fprint(w, `
+Exit status: 0 success, 1 the proxy stopped on an error, 2 wrong invocation or invalid configuration.
+The keys of hms-proxy.properties are described in README.md ("hms-proxy.properties: key reference").
+`)
+}
+
+func writeCommandHelp(w io.Writer, c command) {
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n", strings.TrimSpace("hms-proxy "+c.name+" "+c.synopsis), c.summary)
+	if c.detail != "" {
+		fmt.Fprintf(w, "\n%s\n", c.detail)
+	}
+}
+
+func help(cmds []command, args []string, stdout, stderr io.Writer) int {
+	switch len(args) {
+	case 0:
+		writeUsage(stdout, cmds)
+		return exitOK
+	case 1:
+		if c, ok := lookup(cmds, args[0]); ok {
+			writeCommandHelp(stdout, c)
+			return exitOK
+		}
+		return usageError(cmds, stderr, fmt.Sprintf("help: unknown command %q", args[0]))
+	}
+	return usageError(cmds, stderr, fmt.Sprintf("help takes at most one argument (COMMAND), got %s", quoteArgs(args)))
 }
 
 // checkConfig prints the verdict on a file: OK, its warnings and the
 // effective configuration of every key (from the registry, grouped by
 // feature with each feature's status); or INVALID with each refusal (a value
 // asking for something not built yet), each error and the warnings.
-func checkConfig(path string, stdout, stderr io.Writer) int {
+func checkConfig(args []string, stdout, stderr io.Writer) int {
+	path := args[0]
 	cfg, err := configs.Load(path)
 	var ve *configs.ValidationError
 	switch {

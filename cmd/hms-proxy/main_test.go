@@ -125,13 +125,6 @@ func TestCheckConfigShowsKeytabsMasksPasswords(t *testing.T) {
 	}
 }
 
-func TestUsage(t *testing.T) {
-	var out, errb bytes.Buffer
-	if code := run(nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "check-config") {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
-}
-
 // The real binary: refuses to start on a bad file, serves on a good one and
 // stops cleanly on SIGTERM within its shutdown limit.
 func TestBinaryStartsServesAndStopsOnSIGTERM(t *testing.T) {

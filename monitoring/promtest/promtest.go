@@ -44,6 +44,10 @@ type Options struct {
 	StartTimeout   time.Duration // default 60s, bounds start-up and readiness
 	Dir            string        // parent of the temp config/storage dir, default os.TempDir()
 	LogOutput      io.Writer     // copy of Prometheus' own log (stderr), default discarded
+	// RuleFiles are alerting or recording rule files to load, evaluated
+	// every ScrapeInterval; Rules reports their state. A file Prometheus
+	// cannot load fails Start.
+	RuleFiles []string
 }
 
 // Server is a running Prometheus process.
@@ -117,6 +121,18 @@ func Start(target string, opts Options) (*Server, error) {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 60 * time.Second
 	}
+	files := make([]string, len(opts.RuleFiles))
+	for i, f := range opts.RuleFiles {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return nil, fmt.Errorf("rule file %s: %w", f, err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return nil, fmt.Errorf("rule file: %w", err)
+		}
+		files[i] = abs
+	}
+	opts.RuleFiles = files
 	dir, err := os.MkdirTemp(opts.Dir, "promtest-")
 	if err != nil {
 		return nil, fmt.Errorf("create prometheus temp dir: %w", err)
@@ -145,16 +161,23 @@ func Start(target string, opts Options) (*Server, error) {
 
 func config(opts Options, target string) string {
 	iv := opts.ScrapeInterval.String()
+	var rules strings.Builder
+	if len(opts.RuleFiles) > 0 {
+		rules.WriteString("rule_files:\n")
+		for _, f := range opts.RuleFiles {
+			fmt.Fprintf(&rules, "  - %s\n", strconv.Quote(f))
+		}
+	}
 	return fmt.Sprintf(`global:
   scrape_interval: %s
   scrape_timeout: %s
   evaluation_interval: %s
-scrape_configs:
+%sscrape_configs:
   - job_name: %s
     metrics_path: %s
     static_configs:
       - targets: [%s]
-`, iv, iv, iv, strconv.Quote(opts.Job), strconv.Quote(opts.MetricsPath), strconv.Quote(target))
+`, iv, iv, iv, rules.String(), strconv.Quote(opts.Job), strconv.Quote(opts.MetricsPath), strconv.Quote(target))
 }
 
 func freePort() (int, error) {
@@ -310,6 +333,78 @@ func pointValue(v []any) string {
 func (s *Server) Query(expr string) (resultCount int, err error) {
 	samples, err := s.QuerySamples(expr)
 	return len(samples), err
+}
+
+// Rule is one loaded rule as Prometheus reports it (/api/v1/rules).
+type Rule struct {
+	Group     string
+	Name      string
+	Type      string // "alerting" or "recording"
+	Query     string // the expression as Prometheus parsed and printed it
+	Health    string // "ok", "err" or "unknown" (not evaluated yet)
+	LastError string
+	State     string // alerting rules: "inactive", "pending" or "firing"
+	Evaluated time.Time
+	Alerts    []Alert
+}
+
+// Alert is one active (pending or firing) alert of an alerting rule.
+type Alert struct {
+	Labels      map[string]string
+	Annotations map[string]string
+	State       string
+	Value       string
+}
+
+// Rules returns every loaded rule with its health and active alerts.
+func (s *Server) Rules() ([]Rule, error) {
+	resp, err := s.client.Get(s.url + "/api/v1/rules")
+	if err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+	defer resp.Body.Close()
+	var rr struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Groups []struct {
+				Name  string `json:"name"`
+				Rules []struct {
+					Name           string    `json:"name"`
+					Type           string    `json:"type"`
+					Query          string    `json:"query"`
+					Health         string    `json:"health"`
+					LastError      string    `json:"lastError"`
+					State          string    `json:"state"`
+					LastEvaluation time.Time `json:"lastEvaluation"`
+					Alerts         []struct {
+						Labels      map[string]string `json:"labels"`
+						Annotations map[string]string `json:"annotations"`
+						State       string            `json:"state"`
+						Value       string            `json:"value"`
+					} `json:"alerts"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(&rr); err != nil {
+		return nil, fmt.Errorf("rules: HTTP %d, undecodable answer: %w", resp.StatusCode, err)
+	}
+	if rr.Status != "success" {
+		return nil, fmt.Errorf("rules: %s", rr.Error)
+	}
+	var out []Rule
+	for _, g := range rr.Data.Groups {
+		for _, r := range g.Rules {
+			rule := Rule{Group: g.Name, Name: r.Name, Type: r.Type, Query: r.Query, Health: r.Health,
+				LastError: r.LastError, State: r.State, Evaluated: r.LastEvaluation}
+			for _, a := range r.Alerts {
+				rule.Alerts = append(rule.Alerts, Alert{Labels: a.Labels, Annotations: a.Annotations, State: a.State, Value: a.Value})
+			}
+			out = append(out, rule)
+		}
+	}
+	return out, nil
 }
 
 // WaitForData polls expr until it returns at least one result or timeout

@@ -152,3 +152,75 @@ func TestStartRejectsBadTarget(t *testing.T) {
 		t.Fatalf("want host:port error, got %v", err)
 	}
 }
+
+func TestRuleFilesAreLoadedAndReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Prometheus server")
+	}
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "# TYPE promtest_probe gauge")
+		fmt.Fprintln(w, `promtest_probe{kind="a"} 3`)
+	}))
+	defer target.Close()
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "rules.yml")
+	if err := os.WriteFile(rules, []byte(`groups:
+  - name: g
+    rules:
+      - alert: ProbeHigh
+        expr: promtest_probe > 1
+        for: 1h
+        labels: {severity: warning}
+        annotations: {summary: "probe {{ $labels.kind }} is {{ $value }}"}
+      - record: probe:sum
+        expr: sum(promtest_probe)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := StartT(t, strings.TrimPrefix(target.URL, "http://"), Options{RuleFiles: []string{rules}})
+	if err := s.WaitForScrapes(2, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := s.Rules()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var alert, record *Rule
+		for i := range got {
+			switch got[i].Name {
+			case "ProbeHigh":
+				alert = &got[i]
+			case "probe:sum":
+				record = &got[i]
+			}
+		}
+		if alert == nil || record == nil {
+			t.Fatalf("rules loaded: %+v", got)
+		}
+		if alert.State == "pending" && len(alert.Alerts) == 1 && record.Health == "ok" {
+			a := alert.Alerts[0]
+			if alert.Health != "ok" || alert.Type != "alerting" || alert.Group != "g" || a.Labels["kind"] != "a" ||
+				a.Labels["severity"] != "warning" || a.Annotations["summary"] != "probe a is 3" || a.Value != "3e+00" {
+				t.Fatalf("alert %+v", *alert)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ProbeHigh not pending within 30 s: %+v %+v", *alert, *record)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+
+	bad := filepath.Join(dir, "bad.yml")
+	if err := os.WriteFile(bad, []byte("groups:\n  - name: g\n    rules:\n      - alert: X\n        expr: sum(\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Start(strings.TrimPrefix(target.URL, "http://"), Options{RuleFiles: []string{bad}, StartTimeout: 30 * time.Second}); err == nil {
+		s.Stop()
+		t.Fatal("a rule file with a syntax error must fail Start")
+	} else if !strings.Contains(err.Error(), "bad.yml") {
+		t.Errorf("the error should name the file: %v", err)
+	}
+}
