@@ -42,12 +42,12 @@ import (
 
 // Request is what the limiter needs to know about one call.
 type Request struct {
-	Method    string       // RPC name (for the message)
-	Family    string       // the method's family
-	Classes   []string     // the method's RPC classes
-	Principal string       // the front-door-authenticated principal; "" when none
-	Source    netip.Addr   // the client IP; the zero Addr when unknown
-	Catalogs  []string     // every catalog the call resolves to or will ask
+	Method    string     // RPC name (for the message)
+	Family    string     // the method's family
+	Classes   []string   // the method's RPC classes
+	Principal string     // the front-door-authenticated principal; "" when none
+	Source    netip.Addr // the client IP; the zero Addr when unknown
+	Catalogs  []string   // every catalog the call resolves to or will ask
 }
 
 // Decision is the outcome of Allow. When Allowed is false the other fields
