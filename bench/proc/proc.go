@@ -103,11 +103,17 @@ func Start(name, logPath string, timeout time.Duration, bin string, args ...stri
 // StartWait runs bin and waits until ready() returns nil (for programs such
 // as hms-proxy that print no address), up to timeout.
 func StartWait(name, logPath string, timeout time.Duration, ready func() error, bin string, args ...string) (*Child, error) {
+	return StartCmdWait(name, logPath, timeout, ready, exec.Command(bin, args...))
+}
+
+// StartCmdWait is StartWait for a prepared command (its environment, its
+// working directory); the process group, Pdeathsig and output are set here.
+func StartCmdWait(name, logPath string, timeout time.Duration, ready func() error, cmd *exec.Cmd) (*Child, error) {
+	bin := cmd.Path
 	lf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Stderr = lf
 	cmd.Stdout = lf

@@ -35,7 +35,8 @@ type ProxyConfig struct {
 	Backends []string
 	PoolSize int
 	Audit    bool
-	Dir      string // audit file goes here
+	Dir      string            // audit file goes here
+	Extra    map[string]string // further keys (e.g. the database list cache)
 }
 
 // Props returns the hms-proxy.properties of a benchmark proxy. Everything not
@@ -65,6 +66,9 @@ func Props(c ProxyConfig) map[string]string {
 	}
 	p["catalogs"] = strings.Join(names, ",")
 	p["routing.default-catalog"] = "catalog1"
+	for k, v := range c.Extra {
+		p[k] = v
+	}
 	return p
 }
 

@@ -8,20 +8,27 @@ import (
 
 // Setup keys.
 const (
-	DirectHive      = "direct-hive"           // (a) client -> Hive 3.1.3
-	ProxyHive       = "proxy-hive"            // (b) client -> hms-proxy -> the same Hive
-	ProxyHive4      = "proxy-hive-4cat"       // client -> hms-proxy with 4 catalogs -> 2 Hive metastores
-	DirectInstant   = "direct-instant"        // client -> instant backend
-	FwdInstant      = "forwarder-instant"     // (d) client -> tcpfwd -> instant backend
-	ProxyInstant    = "proxy-instant"         // (c) client -> hms-proxy -> instant backend
-	ProxyInstantNoA = "proxy-instant-noaudit" // (c) with audit.enabled=false
-	ProxyInstant4   = "proxy-instant-4cat"    // client -> hms-proxy with 4 catalogs -> instant backend
-	FwdHive         = "forwarder-hive"        // (a') client -> tcpfwd -> the same Hive: the floor of a hop
+	DirectHive      = "direct-hive"            // (a) client -> Hive 3.1.3
+	ProxyHive       = "proxy-hive"             // (b) client -> hms-proxy -> the same Hive
+	ProxyHive4      = "proxy-hive-4cat"        // client -> hms-proxy with 4 catalogs -> 2 Hive metastores
+	DirectInstant   = "direct-instant"         // client -> instant backend
+	FwdInstant      = "forwarder-instant"      // (d) client -> tcpfwd -> instant backend
+	ProxyInstant    = "proxy-instant"          // (c) client -> hms-proxy -> instant backend
+	ProxyInstantNoA = "proxy-instant-noaudit"  // (c) with audit.enabled=false
+	ProxyInstant4   = "proxy-instant-4cat"     // client -> hms-proxy with 4 catalogs -> instant backend
+	FwdHive         = "forwarder-hive"         // (a') client -> tcpfwd -> the same Hive: the floor of a hop
+	ProxyHive2      = "proxy-hive-2cat"        // client -> hms-proxy with 2 catalogs -> 2 Hive metastores
+	ProxyHive2Cache = "proxy-hive-2cat-cached" // the same with routing.database-list-cache.* set
+	ProxyHive4Cache = "proxy-hive-4cat-cached" // ProxyHive4 with routing.database-list-cache.* set
+	WaggleHive      = "waggle-dance-hive"      // client -> Waggle Dance 3.13.3 (PREFIXED, 2 metastores) -> Hive
 	// The Kerberized front door (security.mode=KERBEROS, SASL GSSAPI) in front of the instant backend, at QOP
 	// auth and auth-conf: get_table only, in the same rounds as ProxyInstant.
 	ProxyInstantKrbAuth = "proxy-instant-krb-auth"
 	ProxyInstantKrbConf = "proxy-instant-krb-conf"
 )
+
+// fanOutSetups are the rows of the fan-out table, in order.
+var fanOutSetups = []string{DirectHive, ProxyHive2, ProxyHive2Cache, ProxyHive4, ProxyHive4Cache, WaggleHive}
 
 func mib(kib int64) string {
 	if kib == 0 {
@@ -148,6 +155,9 @@ func (r *Results) Markdown(svgName string) string {
 				f2(rt.P50), f2(rt.P99), fw, f2(a.OpsPerS), f2(c.OpsPerS), f2(rt.Throughput), cpu(c), a.Ops, c.Ops, errs(a, c, r.Cell(w, FwdHive, k)))
 		}
 	}
+
+	r.peerSection(p)
+	r.fanOutSection(p)
 
 	p("\n## hms-proxy vs a plain TCP forwarder, instant backend (load fixture)\n\n")
 	p("Added latency = setup p50 (p99) minus direct-to-instant p50 (p99) of the same rounds.\n\n")
@@ -289,4 +299,78 @@ func ratio(a, b *Cell) string {
 		return "-"
 	}
 	return f2(a.CPUusPerCall / b.CPUusPerCall)
+}
+
+// peerSection compares hms-proxy with Waggle Dance on the single-catalog
+// workloads (both route them to metastore 1).
+func (r *Results) peerSection(p func(string, ...any)) {
+	var rows [][]*Cell
+	var ws []string
+	var ks []int
+	for _, w := range workloadsOf(r) {
+		if strings.HasPrefix(w, "fanout") {
+			continue
+		}
+		for _, k := range concsOf(r) {
+			if c := r.Cell(w, WaggleHive, k); c != nil {
+				rows = append(rows, []*Cell{r.Cell(w, DirectHive, k), r.Cell(w, ProxyHive, k), c})
+				ws, ks = append(ws, w), append(ks, k)
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	p("\n## hms-proxy vs Waggle Dance %s, real Hive 3.1.3 metastore\n\n", r.Meta.Peer)
+	p("Waggle Dance (Expedia's metastore federation proxy, a JVM) runs PREFIXED federation over the same two metastores\n")
+	p("(primary = metastore 1, unprefixed; metastore 2 as `catalog2_`), measured in the same interleaved rounds as direct\n")
+	p("access and hms-proxy (here with one catalog on metastore 1); both send these calls to metastore 1. CPU and RSS are\n")
+	p("those of the proxy process (the Waggle Dance JVM: %s).\n\n", r.Meta.PeerJVM)
+	p("| Workload | Conns | direct p50 / p99 | hms-proxy p50 / p99 | Waggle Dance p50 / p99 | ops/s direct / hms-proxy / WD | CPU µs/call hms-proxy / WD | RSS MiB hms-proxy / WD | errors |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for i, row := range rows {
+		a, b, c := row[0], row[1], row[2]
+		p("| %s | %d | %s | %s | %s | %s / %s / %s | %s / %s | %s / %s | %s |\n", ws[i], ks[i], lat2(a), lat2(b), lat2(c),
+			tput(a), tput(b), tput(c), cpu(b), cpu(c), rss(b), rss(c), errs(a, b, c))
+	}
+}
+
+// fanOutSection: get_all_databases over 2 and 4 catalogs, with and without
+// the database list cache, and Waggle Dance over its 2 metastores.
+func (r *Results) fanOutSection(p func(string, ...any)) {
+	w := "fanout_get_all_databases"
+	found := false
+	for _, c := range r.Cells {
+		found = found || c.Workload == w && c.Setup == ProxyHive2
+	}
+	if !found {
+		return
+	}
+	p("\n## Fan-out: get_all_databases over 2 and 4 catalogs, cached and uncached\n\n")
+	p("One client call each; the proxy asks every catalog (2 catalogs: metastore 1 and 2; 4 catalogs: 1, 2, 1, 2) and merges the\n")
+	p("answers. The cached setups set `routing.database-list-cache.ttl-ms=60000` and `shared-across-users=true`. %s\n\n", r.Meta.ListCache)
+	p("| Setup | Conns | p50 / p90 / p99 | ops/s | CPU µs/call | RSS MiB | errors |\n|---|---:|---:|---:|---:|---:|---|\n")
+	for _, k := range concsOf(r) {
+		for _, key := range fanOutSetups {
+			c := r.Cell(w, key, k)
+			if c == nil {
+				continue
+			}
+			p("| `%s` | %d | %s | %s | %s | %s | %s |\n", key, k, lat3(c), tput(c), cpu(c), rss(c), errs(c))
+		}
+	}
+}
+
+func tput(c *Cell) string {
+	if c == nil || c.Skipped != "" {
+		return "-"
+	}
+	return f2(c.OpsPerS)
+}
+
+func rss(c *Cell) string {
+	if c == nil || c.Skipped != "" {
+		return "-"
+	}
+	return mib(c.RSSMaxKiB)
 }

@@ -164,6 +164,9 @@ type Meta struct {
 	Hive        string    `json:"hive"`
 	MetastoreJV string    `json:"metastore_jvm_opts"`
 	Quick       bool      `json:"quick"`
+	Peer        string    `json:"peer,omitempty"`          // the benchmark's peer proxy, e.g. "3.13.3"; "" when it did not run
+	PeerJVM     string    `json:"peer_jvm_opts,omitempty"` // its JVM options
+	ListCache   string    `json:"list_cache,omitempty"`    // whether this build's proxy serves the database list cache
 }
 
 // Results is everything one run produced.

@@ -80,3 +80,33 @@ func TestMarkdownListsCellsAndSkips(t *testing.T) {
 		}
 	}
 }
+
+// The peer and fan-out tables appear when their setups were measured.
+func TestMarkdownPeerAndFanOutTables(t *testing.T) {
+	r := sample()
+	if md := r.Markdown(""); strings.Contains(md, "Waggle Dance") || strings.Contains(md, "## Fan-out") {
+		t.Fatal("peer or fan-out table without their setups")
+	}
+	r.Meta.Peer, r.Meta.PeerJVM, r.Meta.ListCache = "3.13.3", "-Xmx1g", "**This build does not serve the database list cache yet**"
+	add := func(w, setup string, k int, ms int, rss int64) {
+		c := &Cell{Workload: w, Setup: setup, Concurrency: k, RPCsPerOp: 1, CPUusPerCall: 42, RSSMaxKiB: rss}
+		for j := 0; j < 10; j++ {
+			c.Lat = append(c.Lat, time.Duration(ms)*time.Millisecond)
+		}
+		c.Finish(time.Second)
+		r.Cells = append(r.Cells, c)
+	}
+	add("get_table", WaggleHive, 8, 3, 400<<10)
+	for _, s := range fanOutSetups {
+		add("fanout_get_all_databases", s, 1, 2, 30<<10)
+	}
+	md := r.Markdown("")
+	for _, want := range []string{"## hms-proxy vs Waggle Dance 3.13.3, real Hive 3.1.3 metastore",
+		"| get_table | 8 | 4.00 / 7.92 | 8.00 / 15.8 | 3.00 / 3.00 | 100 / 100 / 10.0 | - / 42.0 | - / 400.0 | 0 |",
+		"## Fan-out: get_all_databases over 2 and 4 catalogs, cached and uncached", "does not serve the database list cache yet",
+		"| `proxy-hive-4cat-cached` | 1 | 2.00 / 2.00 / 2.00 | 10.0 | 42.0 | 30.0 | 0 |", "| `waggle-dance-hive` | 1 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("results.md lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -14,6 +14,9 @@ var setupStyle = []struct{ key, color, label string }{
 	{FwdHive, "#17becf", "TCP forwarder to Hive 3.1.3"},
 	{ProxyHive, "#d62728", "hms-proxy to Hive 3.1.3"},
 	{ProxyHive4, "#9467bd", "hms-proxy, 4 catalogs on Hive"},
+	{ProxyHive2, "#bcbd22", "hms-proxy, 2 catalogs on Hive"},
+	{ProxyHive4Cache, "#aec7e8", "hms-proxy, 4 catalogs, list cache set"},
+	{WaggleHive, "#000000", "Waggle Dance 3.13.3 to Hive"},
 	{DirectInstant, "#2ca02c", "direct to instant backend"},
 	{FwdInstant, "#7f7f7f", "TCP forwarder to instant"},
 	{ProxyInstant, "#ff7f0e", "hms-proxy to instant"},
@@ -32,8 +35,22 @@ func (r *Results) SVG() string {
 		cols, pw, ph = 4, 290, 230 // panel size
 		ml, mr, mt   = 52, 12, 34  // panel margins
 		mb           = 34
-		top          = 78 // title + legend
 	)
+	used := func(key string) bool {
+		for _, c := range r.Cells {
+			if c.Setup == key && c.Skipped == "" && c.Ops > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	entries := 0
+	for _, s := range setupStyle {
+		if used(s.key) {
+			entries++
+		}
+	}
+	top := 42 + 18*((max(entries, 1)+3)/4) // title + legend (4 entries a row)
 	rows := (len(ws) + cols - 1) / cols
 	W, H := cols*pw+20, top+rows*ph+10
 	var b strings.Builder
@@ -44,14 +61,7 @@ func (r *Results) SVG() string {
 	// legend
 	x, y := 10, 42
 	for _, s := range setupStyle {
-		used := false
-		for _, c := range r.Cells {
-			if c.Setup == s.key && c.Skipped == "" && c.Ops > 0 {
-				used = true
-				break
-			}
-		}
-		if !used {
+		if !used(s.key) {
 			continue
 		}
 		if x > W-230 {

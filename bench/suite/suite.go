@@ -9,6 +9,7 @@ package suite
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +28,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/bench/proc"
 	"github.com/hms-proxy/hms-proxy/bench/proxybench"
 	"github.com/hms-proxy/hms-proxy/bench/report"
+	"github.com/hms-proxy/hms-proxy/bench/waggle"
 	"github.com/hms-proxy/hms-proxy/bench/workload"
 	"github.com/hms-proxy/hms-proxy/testbed"
 )
@@ -39,6 +41,7 @@ type Options struct {
 	Budget  time.Duration // the whole run, start to results
 	Quick   bool          // a short smoke run (fewer, shorter rounds)
 	GoBench string        // file with `go test -bench` output to include
+	NoPeer  bool          // leave out the Waggle Dance peer
 	Log     func(format string, args ...any)
 }
 
@@ -53,7 +56,17 @@ const (
 	ProxyInstantNoA = report.ProxyInstantNoA
 	ProxyInstant4   = report.ProxyInstant4
 	FwdHive         = report.FwdHive
+	ProxyHive2      = report.ProxyHive2
+	ProxyHive2Cache = report.ProxyHive2Cache
+	ProxyHive4Cache = report.ProxyHive4Cache
+	WaggleHive      = report.WaggleHive
 )
+
+// listCache are the keys of the cached fan-out setups.
+var listCache = map[string]string{
+	"routing.database-list-cache.ttl-ms":              "60000",
+	"routing.database-list-cache.shared-across-users": "true",
+}
 
 var concs = []int{1, 8, 64}
 
@@ -235,7 +248,10 @@ func (s *suite) run() error {
 		case workload.GetTable, workload.GetAllDatabases, workload.GetAllTables, workload.GetPartitionsByNames:
 			setups = append(setups, FwdHive)
 		case workload.FanOutDatabases:
-			setups = []string{DirectHive, ProxyHive4}
+			setups = []string{DirectHive, ProxyHive2, ProxyHive2Cache, ProxyHive4, ProxyHive4Cache}
+		}
+		if s.setups[WaggleHive] != nil {
+			setups = append(setups, WaggleHive)
 		}
 		s.measureWorkload(w, setups, realEnd, false)
 		if w == workload.AddPartitions {
@@ -351,6 +367,30 @@ func (s *suite) startHelpers(ms []*testbed.Metastore, repliesDir string) error {
 		return err
 	}
 	add(ProxyHive4, "hms-proxy, 4 catalogs on 2 Hive 3.1.3", "client -> hms-proxy (catalog1,3 -> metastore 1; catalog2,4 -> metastore 2)", p.Addr, p)
+	p, err = s.startProxy("proxy-hive-4cat-cached", []string{ms[0].URI, ms[1].URI, ms[0].URI, ms[1].URI}, true, listCache)
+	if err != nil {
+		return err
+	}
+	add(ProxyHive4Cache, "hms-proxy, 4 catalogs, database list cache set", "as the 4-catalog proxy, with routing.database-list-cache.ttl-ms=60000", p.Addr, p)
+	p, err = s.startProxy("proxy-hive-2cat", []string{ms[0].URI, ms[1].URI}, true)
+	if err != nil {
+		return err
+	}
+	add(ProxyHive2, "hms-proxy, 2 catalogs on 2 Hive 3.1.3", "client -> hms-proxy (catalog1 -> metastore 1; catalog2 -> metastore 2)", p.Addr, p)
+	p, err = s.startProxy("proxy-hive-2cat-cached", []string{ms[0].URI, ms[1].URI}, true, listCache)
+	if err != nil {
+		return err
+	}
+	add(ProxyHive2Cache, "hms-proxy, 2 catalogs, database list cache set", "as the 2-catalog proxy, with routing.database-list-cache.ttl-ms=60000", p.Addr, p)
+	s.res.Meta.ListCache = s.listCacheServed(p)
+	if !s.opt.NoPeer {
+		if wd, err := s.startPeer(ms); err != nil {
+			s.note("Waggle Dance %s peer left out: %v", waggle.Version, err)
+		} else {
+			add(WaggleHive, "Waggle Dance "+waggle.Version+" to Hive 3.1.3", "client -> Waggle Dance (PREFIXED: primary metastore 1, catalog2_ -> metastore 2) -> the same metastore", wd.Addr, wd)
+			s.res.Meta.Peer, s.res.Meta.PeerJVM = waggle.Version, strings.Join(waggle.JVMOptions, " ")
+		}
+	}
 	add(DirectInstant, "(e) direct to the instant backend", "client -> instant backend (load fixture)", s.instant.Addr, nil)
 	add(FwdInstant, "(d) TCP forwarder to the instant backend", "client -> tcpfwd -> instant backend", fw.Addr, fw)
 	p, err = s.startProxy("proxy-instant", []string{inst}, true)
@@ -376,7 +416,7 @@ func (s *suite) startHelpers(ms []*testbed.Metastore, repliesDir string) error {
 
 // startProxy runs the real hms-proxy binary with a config written to the
 // work folder; Addr is its Thrift port, MgmtAddr-style metrics at port+mgmt.
-func (s *suite) startProxy(name string, backends []string, audit bool) (*proc.Child, error) {
+func (s *suite) startProxy(name string, backends []string, audit bool, extra ...map[string]string) (*proc.Child, error) {
 	dir := filepath.Join(s.opt.Work, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -389,8 +429,12 @@ func (s *suite) startProxy(name string, backends []string, audit bool) (*proc.Ch
 	if err != nil {
 		return nil, err
 	}
-	props := proxybench.Props(proxybench.ProxyConfig{Port: port, MgmtPort: mport, Backends: backends,
-		PoolSize: concs[len(concs)-1], Audit: audit, Dir: dir})
+	cfg := proxybench.ProxyConfig{Port: port, MgmtPort: mport, Backends: backends,
+		PoolSize: concs[len(concs)-1], Audit: audit, Dir: dir}
+	if len(extra) > 0 {
+		cfg.Extra = extra[0]
+	}
+	props := proxybench.Props(cfg)
 	file := filepath.Join(dir, "hms-proxy.properties")
 	if err := os.WriteFile(file, []byte(proxybench.PropsText(props)), 0o644); err != nil {
 		return nil, err
@@ -583,9 +627,11 @@ func (s *suite) measureWorkload(w string, keys []string, end time.Time, instantG
 // warmUp runs the read workloads for a short while on both real setups, so
 // that the metastore's JIT compiles the paths the measurement takes.
 func (s *suite) warmUp() {
-	total := 8 * time.Second
+	// About 0.7 s per (workload, setup) job (0.27 s when quick): 8 s for the
+	// 11 jobs of direct and hms-proxy, more with the peer.
+	per := 8 * time.Second / 11
 	if s.opt.Quick {
-		total = 3 * time.Second
+		per = 3 * time.Second / 11
 	}
 	ws := []string{workload.GetTable, workload.GetAllDatabases, workload.GetAllTables, workload.GetPartitionsByNames, workload.GetPartitions}
 	type job struct{ w, setup string }
@@ -594,8 +640,13 @@ func (s *suite) warmUp() {
 		jobs = append(jobs, job{w, DirectHive}, job{w, ProxyHive})
 	}
 	// The second metastore serves only the fan-out: warm it up too.
-	jobs = append(jobs, job{workload.FanOutDatabases, ProxyHive4})
-	per := total / time.Duration(len(jobs))
+	jobs = append(jobs, job{workload.FanOutDatabases, ProxyHive4}, job{workload.FanOutDatabases, ProxyHive2})
+	if s.setups[WaggleHive] != nil { // a JVM: its JIT needs the same warm-up as the metastore's
+		for _, w := range ws {
+			jobs = append(jobs, job{w, WaggleHive})
+		}
+		jobs = append(jobs, job{workload.FanOutDatabases, WaggleHive})
+	}
 	for _, j := range jobs {
 		w, k := j.w, j.setup
 		conns := make([]*load.Conn, 4)
@@ -698,6 +749,81 @@ func (s *suite) memoryProbe() error {
 		s.log("memory probe: %4d idle connections: RSS %6.1f MiB, %d goroutines", n, float64(m.RSSKiB)/1024, int(g))
 	}
 	return nil
+}
+
+// startPeer starts Waggle Dance over the two metastores: the jar from the
+// cache (fetched with Maven the first time), the loopback shim built with
+// gcc, and a check that it listens on loopback only.
+func (s *suite) startPeer(ms []*testbed.Metastore) (*proc.Child, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	jar, err := waggle.Obtain(ctx, testbed.Cache())
+	if err != nil {
+		return nil, err
+	}
+	so, err := waggle.BuildShim(ctx, s.opt.Bin)
+	if err != nil {
+		return nil, err
+	}
+	wd, err := waggle.Start(waggle.Config{Jar: jar, Shim: so, Dir: filepath.Join(s.opt.Work, "waggle-dance"), Primary: ms[0].URI,
+		Federated: []waggle.Federated{{Name: "catalog2", URI: ms[1].URI, Prefix: "catalog2_"}}}, 3*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	ls, _ := waggle.Listeners(wd.Pid())
+	var addrs []string
+	for _, l := range ls {
+		addrs = append(addrs, l.Addr.String())
+	}
+	s.note("Waggle Dance %s listens only on loopback (checked in /proc/%d/net/tcp and tcp6): %s", waggle.Version, wd.Pid(), strings.Join(addrs, ", "))
+	return wd, nil
+}
+
+// listCacheServed tells whether the proxy serves the database list cache: it
+// makes one get_all_databases call through p and looks for the cache's
+// request counter on p's /metrics.
+func (s *suite) listCacheServed(p *proc.Child) string {
+	c, err := load.Dial(p.Addr, 10*time.Second)
+	if err == nil {
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		if op, oerr := load.NewStatic(s.reqs.Static[workload.GetAllDatabases]); oerr == nil {
+			err = op.Do(c)
+		} else {
+			err = oerr
+		}
+		c.Close()
+	}
+	if err != nil {
+		return fmt.Sprintf("Whether this build serves the cache is unknown (probe call failed: %v).", err)
+	}
+	has, err := scrapeHas(s.mgmt[p], "hms_proxy_cache_requests_total")
+	switch {
+	case err != nil:
+		return fmt.Sprintf("Whether this build serves the cache is unknown (%v).", err)
+	case has:
+		return "This build serves the database list cache (hms_proxy_cache_requests_total is exported)."
+	}
+	return "**This build does not serve the database list cache yet** (its keys are accepted and ignored; no hms_proxy_cache_requests_total): the cached rows measure the uncached path."
+}
+
+// scrapeHas reports whether a metric family appears on addr's /metrics.
+func scrapeHas(addr, name string) (bool, error) {
+	cl := &http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return false, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, name+"{") || strings.HasPrefix(l, name+" ") {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func scrapeGauge(addr, name string) (float64, error) {

@@ -1,6 +1,6 @@
 // Command hms-bench is the load generator and driver behind `make bench`.
 //
-//	hms-bench run [-out bench/results] [-work DIR] [-bin DIR] [-budget 8m] [-quick] [-gobench FILE]
+//	hms-bench run [-out bench/results] [-work DIR] [-bin DIR] [-budget 8m] [-quick] [-gobench FILE] [-no-peer]
 //	    start the real metastores, the instant backend (load fixture), the TCP forwarder and the
 //	    hms-proxy processes, measure every workload on every setup, write results.json, results.md
 //	    and latency.svg under -out
@@ -25,7 +25,7 @@ import (
 )
 
 const usage = `usage:
-  hms-bench run [-out DIR] [-work DIR] [-bin DIR] [-budget 8m] [-quick] [-gobench FILE]
+  hms-bench run [-out DIR] [-work DIR] [-bin DIR] [-budget 8m] [-quick] [-gobench FILE] [-no-peer]
   hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s]
   hms-bench render -out DIR
 `
@@ -55,6 +55,7 @@ func run(args []string) int {
 	budget := fs.Duration("budget", 8*time.Minute, "the whole run, from start to results")
 	quick := fs.Bool("quick", false, "short smoke run: fewer and shorter rounds")
 	gobench := fs.String("gobench", "", "file with `go test -bench` output to include in the results")
+	noPeer := fs.Bool("no-peer", false, "leave out the Waggle Dance peer")
 	_ = fs.Parse(args)
 	if *budget < 2*time.Minute {
 		fmt.Fprintf(os.Stderr, "hms-bench: -budget %v is too short (at least 2m: the metastores alone take ~20 s to start)\n", *budget)
@@ -70,7 +71,7 @@ func run(args []string) int {
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
 	}
-	res, err := suite.Run(suite.Options{Out: *out, Work: *work, Bin: *bin, Budget: *budget, Quick: *quick, GoBench: *gobench, Log: logf})
+	res, err := suite.Run(suite.Options{Out: *out, Work: *work, Bin: *bin, Budget: *budget, Quick: *quick, GoBench: *gobench, NoPeer: *noPeer, Log: logf})
 	if res != nil {
 		if werr := write(res, *out); werr != nil {
 			fmt.Fprintln(os.Stderr, "hms-bench: writing results:", werr)

@@ -1,0 +1,165 @@
+package waggle
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hms-proxy/hms-proxy/testbed"
+	"github.com/hms-proxy/hms-proxy/wire"
+)
+
+func TestCheckLoopbackOnlySeesWildcardListeners(t *testing.T) {
+	lo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lo.Close()
+	if err := CheckLoopbackOnly(os.Getpid()); err != nil {
+		t.Fatalf("a loopback listener: %v", err)
+	}
+	ls, err := Listeners(os.Getpid())
+	if err != nil || !slices.ContainsFunc(ls, func(l Listener) bool { return l.Addr.String() == lo.Addr().String() }) {
+		t.Fatalf("Listeners = %v (%v), want %s among them", ls, err, lo.Addr())
+	}
+	for _, network := range []string{"tcp4", "tcp6"} {
+		addr := map[string]string{"tcp4": "0.0.0.0:0", "tcp6": "[::]:0"}[network]
+		w, err := net.Listen(network, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CheckLoopbackOnly(os.Getpid())
+		port := w.Addr().(*net.TCPAddr).Port
+		w.Close()
+		if err == nil || !strings.Contains(err.Error(), "listens outside loopback") || !strings.Contains(err.Error(), ":"+strconv.Itoa(port)) {
+			t.Errorf("a %s wildcard listener on port %d: %v", network, port, err)
+		}
+	}
+}
+
+const wildcardListener = `
+import socket, sys, time
+a = socket.socket(socket.AF_INET); a.bind(("0.0.0.0", 0)); a.listen()
+b = socket.socket(socket.AF_INET6); b.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0); b.bind(("::", 0)); b.listen()
+print(a.getsockname()[1], b.getsockname()[1], flush=True)
+time.sleep(60)
+`
+
+// TestShimKeepsWildcardBindsOnLoopback runs a real program that binds the
+// IPv4 and the dual-stack IPv6 wildcard (as Java's ServerSocket does) with
+// and without the shim.
+func TestShimKeepsWildcardBindsOnLoopback(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no gcc: the benchmark runs without its Waggle Dance peer on this machine")
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed for this test")
+	}
+	so, err := BuildShim(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(preload bool) (pid int, ports []string, stop func()) {
+		cmd := exec.Command(py, "-c", wildcardListener)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if preload {
+			cmd.Env = append(os.Environ(), "LD_PRELOAD="+so)
+		}
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			cmd.Process.Kill()
+			t.Fatalf("listener program: %v", err)
+		}
+		return cmd.Process.Pid, strings.Fields(line), func() { cmd.Process.Kill(); cmd.Wait() }
+	}
+	pid, _, stop := run(false)
+	err = CheckLoopbackOnly(pid)
+	stop()
+	if err == nil {
+		t.Fatal("without the shim the wildcard listeners went unnoticed")
+	}
+	pid, ports, stop := run(true)
+	defer stop()
+	if err := CheckLoopbackOnly(pid); err != nil {
+		t.Fatalf("with the shim: %v", err)
+	}
+	for _, p := range ports { // both sockets still take connections on 127.0.0.1
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+p, 2*time.Second)
+		if err != nil {
+			t.Fatalf("127.0.0.1:%s: %v", p, err)
+		}
+		c.Close()
+	}
+}
+
+// TestWaggleDanceFederatesOnLoopbackOnly starts the real peer (PREFIXED,
+// primary and one federated metastore on a real Hive 3.1.3) with the shim:
+// it must answer get_all_databases with both namespaces and hold no
+// listening socket outside loopback.
+func TestWaggleDanceFederatesOnLoopbackOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a metastore and Waggle Dance")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no gcc: the benchmark runs without its Waggle Dance peer on this machine")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	jar, err := Obtain(ctx, testbed.Cache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	so, err := BuildShim(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := testbed.StartMetastoreT(t, testbed.Hive313)
+	wd, err := Start(Config{Jar: jar, Shim: so, Dir: filepath.Join(dir, "wd"), Primary: m.URI,
+		Federated: []Federated{{Name: "catalog2", URI: m.URI, Prefix: "catalog2_"}}}, 3*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wd.Stop()
+	if err := CheckLoopbackOnly(wd.Pid()); err != nil {
+		t.Fatal(err)
+	}
+	ls, _ := Listeners(wd.Pid())
+	t.Logf("Waggle Dance %s listens on %v", Version, ls)
+	c, err := net.Dial("tcp", wd.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	args := wire.Struct()
+	c.Write(wire.AppendMessage(nil, wire.Header{Name: "get_all_databases", Type: wire.Call, SeqID: 3}, &args))
+	var msg wire.Message
+	if err := wire.NewReader(c, 1<<20).Next(&msg); err != nil {
+		t.Fatal(err)
+	}
+	v, err := wire.DecodeStruct(msg.Body())
+	if err != nil || v.Field(0) == nil {
+		t.Fatalf("get_all_databases through Waggle Dance: %v %+v", err, v)
+	}
+	var names []string
+	for _, e := range v.Field(0).Elems {
+		names = append(names, string(e.Str))
+	}
+	if !slices.Contains(names, "default") || !slices.Contains(names, "catalog2_default") {
+		t.Fatalf("PREFIXED federation lists %v, want default and catalog2_default", names)
+	}
+}
