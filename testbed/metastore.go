@@ -507,7 +507,19 @@ func (m *Metastore) waitReady(p *jvm, logOffset int64) error {
 			cancel()
 		}
 		if err == nil && !p.exited() {
-			return nil
+			// Something answered on the port; it must be this JVM. A port handed
+			// out by FreePort can be taken by another process (another test
+			// binary, a metastore of another run) before this JVM binds it:
+			// then the answer came from that process, and this JVM fails to
+			// bind (or is still trying). Retry with another port.
+			owner, oerr := listeningOwner(m.Port, p.cmd.Process.Pid)
+			if oerr == nil && owner {
+				return nil
+			}
+			if oerr == nil {
+				return fail("port was answered by another process", errPortTaken)
+			}
+			return fail("cannot tell which process listens on the port", oerr)
 		}
 		if time.Now().After(deadline) {
 			return fail(fmt.Sprintf("did not answer (get_all_databases, or a SASL START when Kerberized) within %v (last error: %v)", timeout, err), nil)

@@ -130,6 +130,10 @@ func (z *ZooKeeper) start() error {
 			return fmt.Errorf("testbed: ZooKeeper exited during start-up (%v); log tail:\n%s", p.err, log)
 		}
 		if ruok(z.Addr) {
+			if owner, err := listeningOwner(z.Port, p.cmd.Process.Pid); err != nil || !owner {
+				p.stop(5 * time.Second)
+				return errPortTaken // another process answered on the port handed out
+			}
 			z.mu.Lock()
 			z.proc = p
 			z.mu.Unlock()
