@@ -69,7 +69,7 @@ func (r *Router) execNative(ctx context.Context, x *Exchange) error {
 	var rw *ReplyWalk
 	if spec.Result != nil && !dialect.Touches(spec.Name, true) {
 		req.out2 = outward{ns: r.ns, cat: cat, patches: p.patchArr[:0]}
-		req.rw = ReplyWalk{Plan: spec.Result, Visit: req.out2.visit, Reset: req.out2.reset}
+		req.rw = ReplyWalk{Plan: spec.Result, V: &req.out2}
 		rw = &req.rw
 	}
 	b, err := r.backendFor(ctx, cat)

@@ -309,93 +309,108 @@ func (rt *route) resolve(def *Catalog) (c *Catalog, explicit bool, conflict []st
 	return def, false, nil
 }
 
+// argVisitor collects the catalog hints and the inward rewrites of a
+// request's arguments while they are walked once (wire.Visitor; it lives in
+// the request, so a walk allocates nothing for it).
+type argVisitor struct {
+	ns   *Namespace
+	spec *Spec
+	p    *Plan
+	rt   *route
+}
+
 // routeArgs walks the arguments once: it collects catalog hints and records
 // the inward rewrites (external → internal names) in p.
-func (r *Router) routeArgs(spec *Spec, body []byte, p *Plan, rt *route) error {
+func (r *Router) routeArgs(req *request, spec *Spec, body []byte, p *Plan, rt *route) error {
 	p.Patches, p.DBs, p.Tables = p.patchArr[:0], p.dbArr[:0], p.tblArr[:0]
 	if spec.Args == nil {
 		return nil
 	}
-	ns := r.ns
-	return wire.Walk(body, spec.Args, r.maxMsg, func(s *wire.Span) error {
-		val := view(s.Val)
-		inTable := s.Path != nil && s.Path.Name == "Table"
-		switch s.Role {
-		case RoleDB, RoleDBPattern:
-			ref := parseDBRef(val)
-			if mc := ns.markerCatalog(ref); mc != nil {
-				rt.hintCatalog(mc)
-			}
-			db, explicit := ref.name, false
-			var c *Catalog
-			if ref.hasName && ref.name != "" {
-				if s.Role == RoleDBPattern {
-					c, db, explicit = ns.SplitPattern(ref.name)
-				} else {
-					c, db, explicit = ns.SplitDB(ref.name)
-				}
-			}
-			if explicit {
-				rt.hintPrefixed(c, ref.name)
-			} else if s.Role == RoleDB && ref.name != "" && !strings.EqualFold(ref.name, dummyDatabase) && !ref.marked {
-				if !rt.unprefixed {
-					rt.unprefixed, rt.unprefixedDB = true, ref.name
-				}
-			}
-			if spec.Rename && s.Role == RoleDB && ref.name != "" {
-				// c is nil for a name without a prefix: resolved after the
-				// walk, when it is known whether a catalog field names one.
-				rc := c
-				if !explicit {
-					rc = nil
-				}
-				if inTable {
-					if rt.targetDB == "" {
-						rt.target, rt.targetDB = rc, ref.name
-					}
-				} else if rt.sourceDB == "" {
-					rt.source, rt.sourceDB = rc, ref.name
-				}
-			}
-			if internal := ns.internalRef(ref, db); internal != val {
-				p.Patches = append(p.Patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, internal)})
-			}
-			if db != "" && s.Role == RoleDB {
-				p.DBs = append(p.DBs, db)
-			}
-		case RoleCatalog:
-			if c := ns.Lookup(val); c != nil {
-				rt.hintCatalog(c)
-				if val != c.BackendName {
-					p.Patches = append(p.Patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, c.BackendName)})
-				}
-			}
-		case RoleFullTable:
-			c, internal, explicit := ns.SplitFullTable(val)
-			if explicit {
-				rt.hintPrefixed(c, val)
-				p.Patches = append(p.Patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, internal)})
-			} else if val != "" && !strings.HasPrefix(strings.ToLower(val), dummyDatabase+".") {
-				if !rt.unprefixed {
-					rt.unprefixed, rt.unprefixedDB = true, val
-				}
-			}
-			if i := strings.IndexByte(internal, '.'); i > 0 {
-				p.DBs = append(p.DBs, internal[:i])
-				p.Tables = append(p.Tables, internal[i+1:])
-			}
-		case RoleTable:
-			p.Tables = append(p.Tables, val)
+	req.av = argVisitor{ns: r.ns, spec: spec, p: p, rt: rt}
+	return wire.WalkVisitor(body, spec.Args, r.maxMsg, &req.av)
+}
+
+// Visit takes one role string of the arguments.
+func (a *argVisitor) Visit(s *wire.Span) error {
+	ns, spec, p, rt := a.ns, a.spec, a.p, a.rt
+	val := view(s.Val)
+	inTable := s.Path != nil && s.Path.Name == "Table"
+	switch s.Role {
+	case RoleDB, RoleDBPattern:
+		ref := parseDBRef(val)
+		if mc := ns.markerCatalog(ref); mc != nil {
+			rt.hintCatalog(mc)
 		}
-		return nil
-	})
+		db, explicit := ref.name, false
+		var c *Catalog
+		if ref.hasName && ref.name != "" {
+			if s.Role == RoleDBPattern {
+				c, db, explicit = ns.SplitPattern(ref.name)
+			} else {
+				c, db, explicit = ns.SplitDB(ref.name)
+			}
+		}
+		if explicit {
+			rt.hintPrefixed(c, ref.name)
+		} else if s.Role == RoleDB && ref.name != "" && !strings.EqualFold(ref.name, dummyDatabase) && !ref.marked {
+			if !rt.unprefixed {
+				rt.unprefixed, rt.unprefixedDB = true, ref.name
+			}
+		}
+		if spec.Rename && s.Role == RoleDB && ref.name != "" {
+			// c is nil for a name without a prefix: resolved after the
+			// walk, when it is known whether a catalog field names one.
+			rc := c
+			if !explicit {
+				rc = nil
+			}
+			if inTable {
+				if rt.targetDB == "" {
+					rt.target, rt.targetDB = rc, ref.name
+				}
+			} else if rt.sourceDB == "" {
+				rt.source, rt.sourceDB = rc, ref.name
+			}
+		}
+		if internal := ns.internalRef(ref, db); internal != val {
+			p.Patches = append(p.Patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, internal)})
+		}
+		if db != "" && s.Role == RoleDB {
+			p.DBs = append(p.DBs, db)
+		}
+	case RoleCatalog:
+		if c := ns.Lookup(val); c != nil {
+			rt.hintCatalog(c)
+			if val != c.BackendName {
+				p.Patches = append(p.Patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, c.BackendName)})
+			}
+		}
+	case RoleFullTable:
+		c, internal, explicit := ns.SplitFullTable(val)
+		if explicit {
+			rt.hintPrefixed(c, val)
+			p.Patches = append(p.Patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, internal)})
+		} else if val != "" && !strings.HasPrefix(strings.ToLower(val), dummyDatabase+".") {
+			if !rt.unprefixed {
+				rt.unprefixed, rt.unprefixedDB = true, val
+			}
+		}
+		if i := strings.IndexByte(internal, '.'); i > 0 {
+			p.DBs = append(p.DBs, internal[:i])
+			p.Tables = append(p.Tables, internal[i+1:])
+		}
+	case RoleTable:
+		p.Tables = append(p.Tables, val)
+	}
+	return nil
 }
 
 // planSingle plans the generic path: one call to one catalog.
 func (r *Router) planSingle(req *request) {
 	p, spec, m := &req.plan, req.plan.Spec, req.msg
-	var rt route
-	if err := r.routeArgs(spec, m.Body(), p, &rt); err != nil {
+	req.rt = route{}
+	rt := &req.rt
+	if err := r.routeArgs(req, spec, m.Body(), p, rt); err != nil {
 		p.Kind, p.Refusal = PlanRefuse, refusal(RefuseProtocol, "bad_arguments", "%s: cannot read arguments: %v", m.Name, err)
 		return
 	}

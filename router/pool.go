@@ -152,9 +152,15 @@ func (b *Backend) Call(ctx context.Context, req []byte, retry bool) (reply *wire
 
 // ReplyWalk asks CallWalk to find a REPLY's role spans while reading it.
 type ReplyWalk struct {
-	Plan  *wire.Plan
-	Visit func(*wire.Span) error
-	Reset func() // forget what was visited (before a retry)
+	Plan *wire.Plan
+	V    ReplyVisitor
+}
+
+// ReplyVisitor collects a reply's role spans; Reset forgets them (before a
+// retry).
+type ReplyVisitor interface {
+	wire.Visitor
+	Reset()
 }
 
 // CallWalk is Call that, given rw, reports the reply's role spans to
@@ -185,8 +191,8 @@ func (b *Backend) CallWalk(ctx context.Context, req []byte, retry bool, rw *Repl
 			b.failure(err)
 			return nil, nil, false, err
 		}
-		if rw != nil && rw.Reset != nil {
-			rw.Reset()
+		if rw != nil {
+			rw.V.Reset()
 		}
 		start = time.Now()
 		reply, err = b.roundTrip(ctx, s, req, deadline, rw)
@@ -243,7 +249,7 @@ func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, callDea
 	} else {
 		m = &s.reply
 		if rw != nil {
-			err = s.rd.NextWalk(m, rw.Plan, rw.Visit)
+			err = s.rd.NextWalkVisitor(m, rw.Plan, rw.V)
 		} else {
 			err = s.rd.Next(m)
 		}

@@ -288,9 +288,11 @@ type request struct {
 	status        string
 	reason        string // refusal reason label
 
-	x    Exchange  // the single-catalog exchange
-	out2 outward   // outward rewrites collected while the reply is read
-	rw   ReplyWalk // the walk that collects them
+	rt   route      // the catalog hints of the arguments
+	av   argVisitor // their walk
+	x    Exchange   // the single-catalog exchange
+	out2 outward    // outward rewrites collected while the reply is read
+	rw   ReplyWalk  // the walk that collects them
 }
 
 // Handle serves one client message and appends the reply to out (nothing for
@@ -403,7 +405,8 @@ type outward struct {
 	arena   []byte
 }
 
-func (o *outward) visit(s *wire.Span) error {
+// Visit collects one span (wire.Visitor).
+func (o *outward) Visit(s *wire.Span) error {
 	cat, ns := o.cat, o.ns
 	switch s.Role {
 	case RoleDB, RoleFullTable:
@@ -422,12 +425,13 @@ func (o *outward) visit(s *wire.Span) error {
 	return nil
 }
 
-func (o *outward) reset() { o.patches, o.arena = o.patches[:0], o.arena[:0] }
+// Reset forgets what was collected (a retried call).
+func (o *outward) Reset() { o.patches, o.arena = o.patches[:0], o.arena[:0] }
 
 // outwardPatches computes the outward rewrites of a result body.
 func (r *Router) outwardPatches(plan *wire.Plan, cat *Catalog, body []byte, patches []wire.Patch) ([]wire.Patch, error) {
 	o := outward{ns: r.ns, cat: cat, patches: patches}
-	err := wire.Walk(body, plan, 0, o.visit)
+	err := wire.WalkVisitor(body, plan, 0, &o)
 	return o.patches, err
 }
 

@@ -100,17 +100,18 @@ func (b *Budget) release(n int64) {
 	}
 }
 
-func (b *Budget) base() []byte {
+func (b *Budget) base() *[]byte {
 	if b == nil {
-		return make([]byte, baseBuffer)
+		s := make([]byte, baseBuffer)
+		return &s
 	}
-	return *(b.pool.Get().(*[]byte))
+	return b.pool.Get().(*[]byte)
 }
 
-func (b *Budget) putBase(s []byte) {
-	if b != nil && cap(s) == baseBuffer {
-		s = s[:baseBuffer]
-		b.pool.Put(&s)
+func (b *Budget) putBase(p *[]byte) {
+	if b != nil && p != nil && cap(*p) == baseBuffer {
+		*p = (*p)[:baseBuffer]
+		b.pool.Put(p)
 	}
 }
 
@@ -124,7 +125,8 @@ type Reader struct {
 	start, end int
 	max        int
 	budget     *Budget
-	held       int64 // budget bytes held for buf beyond the base buffer
+	bufp       *[]byte // the pooled base buffer's holder, kept to give it back without allocating
+	held       int64   // budget bytes held for buf beyond the base buffer
 	lazy       bool  // release buf between messages (front-door connections)
 	idle       [64]byte
 }
@@ -170,7 +172,10 @@ func (rd *Reader) releaseBuf() {
 	}
 	rd.budget.release(rd.held)
 	rd.held = 0
-	rd.budget.putBase(rd.buf[:0])
+	// The base buffer goes back even when the message outgrew it: the
+	// message it held is done.
+	rd.budget.putBase(rd.bufp)
+	rd.bufp = nil
 	rd.buf, rd.start, rd.end = nil, 0, 0
 }
 
@@ -192,14 +197,15 @@ func (rd *Reader) ensure() error {
 		}
 		return err
 	}
-	rd.buf = rd.budget.base()
+	rd.bufp = rd.budget.base()
+	rd.buf = *rd.bufp
 	rd.end = copy(rd.buf, rd.idle[:n])
 	rd.start = 0
 	return nil
 }
 
 // Next reads one message into m.
-func (rd *Reader) Next(m *Message) error { return rd.NextWalk(m, nil, nil) }
+func (rd *Reader) Next(m *Message) error { return rd.NextWalkVisitor(m, nil, nil) }
 
 func (rd *Reader) begin() error {
 	if rd.max <= 0 {
@@ -231,6 +237,15 @@ func (rd *Reader) begin() error {
 // positions relative to the body): one pass instead of one to find the
 // message's end and another to find its names.
 func (rd *Reader) NextWalk(m *Message, plan *Plan, visit func(*Span) error) error {
+	var v Visitor
+	if visit != nil {
+		v = VisitFunc(visit)
+	}
+	return rd.NextWalkVisitor(m, plan, v)
+}
+
+// NextWalkVisitor is NextWalk with a Visitor.
+func (rd *Reader) NextWalkVisitor(m *Message, plan *Plan, visit Visitor) error {
 	if err := rd.begin(); err != nil {
 		return err
 	}

@@ -233,12 +233,28 @@ type Span struct {
 	FieldID    int16
 }
 
+// Visitor receives the role spans of a walk. A pointer to a struct of the
+// caller's implements it without an allocation per walk (a closure passed as
+// a func value is allocated each time it captures).
+type Visitor interface{ Visit(*Span) error }
+
+// VisitFunc adapts a function to Visitor.
+type VisitFunc func(*Span) error
+
+// Visit calls f.
+func (f VisitFunc) Visit(s *Span) error { return f(s) }
+
 // Walk visits every role string reachable through plan in the encoded struct
 // body, in wire order. The *Span passed to visit is reused: copy what must
 // outlive the call. A field whose wire type differs from the schema's is
 // skipped (as Thrift readers do), never misinterpreted.
 func Walk(body []byte, plan *Plan, limit int, visit func(*Span) error) error {
-	w := walker{b: Buf{B: body, Limit: limit}, visit: visit}
+	return WalkVisitor(body, plan, limit, VisitFunc(visit))
+}
+
+// WalkVisitor is Walk with a Visitor.
+func WalkVisitor(body []byte, plan *Plan, limit int, v Visitor) error {
+	w := walker{b: Buf{B: body, Limit: limit}, visit: v}
 	return w.b.walkStruct(plan, &w, 0)
 }
 
@@ -247,14 +263,14 @@ func Walk(body []byte, plan *Plan, limit int, visit func(*Span) error) error {
 // struct when it sits inside a larger buffer).
 type walker struct {
 	b     Buf
-	visit func(*Span) error
+	visit Visitor
 	span  Span
 	base  int
 }
 
 func (w *walker) emit(role Role, start, end int, val []byte, p *Plan, id int16) error {
 	w.span = Span{Role: role, Start: start - w.base, End: end - w.base, Val: val, Path: p, FieldID: id}
-	return w.visit(&w.span)
+	return w.visit.Visit(&w.span)
 }
 
 func (b *Buf) walkStruct(p *Plan, w *walker, depth int) error {
