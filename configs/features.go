@@ -20,7 +20,7 @@ func featureTable() []*feature {
 		withStatus(impersonationFeature(), StatusRefused),
 		withStatus(delegationTokensFeature(), StatusRefused),
 		withStatus(proxyUsersFeature(), StatusRefused),
-		withStatus(syntheticLockFeature(), StatusRefused),
+		withStatus(syntheticLockFeature(), StatusImplemented),
 		withStatus(rateLimitFeature(), StatusRefused),
 		withStatus(circuitBreakerFeature(), StatusRefused),
 		withStatus(adaptiveTimeoutFeature(), StatusRefused),
