@@ -142,6 +142,16 @@ func (s *Shim) Close() error {
 	return nil
 }
 
+// StoreMode is ModeInMemory or ModeZooKeeper; StoreName names the store as
+// every store error does.
+func (s *Shim) StoreMode() string { return s.store.Mode() }
+
+// StoreName names the store, e.g. "ZOOKEEPER store zk1:2181 znode /locks".
+func (s *Shim) StoreName() string { return s.store.Describe() }
+
+// Ping checks that the store answers.
+func (s *Shim) Ping(ctx context.Context) error { return s.store.Ping(ctx) }
+
 // InstanceID is the name this shim writes into the records it creates.
 func (s *Shim) InstanceID() string { return s.instance }
 
