@@ -17,6 +17,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/router/frontdoor"
@@ -35,11 +36,26 @@ type App struct {
 	Names     []string              // listener names, parallel to Listeners
 	Mgmt      *monitoring.Management
 	Budget    *wire.Budget // bytes of client messages in progress, over all listeners
+	Locks     *locks.Shim  // the synthetic lock shim; nil with one catalog
 	closers   []io.Closer
+}
+
+// TestHooks change what Build assembles in ways no configuration key may:
+// they exist for tests that must show what a safety feature prevents.
+type TestHooks struct {
+	// LockGrantAtOnce makes the synthetic lock shim grant every lock at once,
+	// as the Java proxy's shim did (no writer isolation), so a test can show
+	// the lost updates isolation prevents.
+	LockGrantAtOnce bool
 }
 
 // Build creates every part without binding any socket.
 func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
+	return BuildWith(cfg, log, TestHooks{})
+}
+
+// BuildWith is Build with test hooks (tests only).
+func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, error) {
 	a := &App{Config: cfg, Log: log, Registry: prometheus.NewRegistry()}
 	var auditLog *audit.Logger
 	if cfg.Audit.Enabled {
@@ -60,7 +76,13 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 	if cfg.Logging.DebugTracing {
 		tracer = router.NewTracer(log)
 	}
-	if a.Router, err = router.New(router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer}); err != nil {
+	lockMetrics, err := a.buildLockShim(hooks)
+	if err != nil {
+		a.closeFiles()
+		return nil, err
+	}
+	if a.Router, err = router.New(router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer,
+		Locks: a.Locks, LockMetrics: lockMetrics}); err != nil {
 		a.closeFiles()
 		return nil, err
 	}

@@ -30,7 +30,6 @@ func exerciseAllMetrics(m *Metrics, i int) {
 	m.DefaultCatalogRouted("get_table")
 	m.FilteredObjects("get_all_tables", "catalog1", "table", 2)
 	m.SessionAcquireTimeout("catalog1", OperationBorrow)
-	m.LockRequestSplit("catalog2")
 	m.RateLimited("principal", "default", "lock", "acid_id_bound_lifecycle", "catalog1")
 	m.SetBackendSessions("catalog1", 1+i%3, 4)
 	m.FrontendConnectionOpened("primary")

@@ -20,6 +20,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
@@ -37,9 +38,14 @@ type Options struct {
 	// Dial overrides backend dialing (tests, later: SASL); nil = TCP.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Outer middlewares run first (rate limits); Inner ones after access
-	// mode and exposure, just before the executor (guards, lock shim,
+	// mode, exposure and the lock shim, just before the executor (guards,
 	// breakers). See chain.go.
 	Outer, Inner []Middleware
+	// Locks is the synthetic lock shim of the non-default catalogs (see
+	// locks.go); nil: a lock on another catalog than the default is refused.
+	Locks *locks.Shim
+	// LockMetrics counts lock-request splits (nil: not counted).
+	LockMetrics *locks.Metrics
 }
 
 // Router routes calls of every front-door listener.
@@ -60,6 +66,11 @@ type Router struct {
 	trace    Tracer
 	chain    Handler
 	logs     *logLimiter
+
+	shim        *locks.Shim
+	lockMetrics *locks.Metrics
+	lockStore   lockStoreState
+	tablePaths  map[string][][]int16 // create_table*/alter_table*: where their Tables are (ACID policy)
 }
 
 // Tracer sees one request at each stage (logging.debug-tracing). Every
@@ -85,7 +96,11 @@ func New(opt Options) (*Router, error) {
 		return nil, err
 	}
 	r := &Router{table: table, backends: map[*Catalog]*Backend{}, policies: map[*Catalog]*Policy{}, runtimes: map[*Catalog]*compat.Runtime{}, dialects: map[*Catalog]*compat.Dialect{}, guards: map[*Catalog]*compat.Guard{},
-		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: int(cfg.Server.MaxMessageSize), trace: opt.Tracer}
+		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: int(cfg.Server.MaxMessageSize), trace: opt.Tracer,
+		shim: opt.Locks, lockMetrics: opt.LockMetrics, tablePaths: ddlTablePaths()}
+	if err := tableFieldIDs(); err != nil {
+		return nil, err
+	}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -146,6 +161,9 @@ func New(opt Options) (*Router, error) {
 	}
 	mws := append([]Middleware{}, opt.Outer...)
 	mws = append(mws, r.accessMode, r.exposure)
+	if r.shim != nil {
+		mws = append(mws, r.lockShim)
+	}
 	mws = append(mws, opt.Inner...)
 	r.chain = compose(r.execute, mws...)
 	return r, nil
@@ -232,6 +250,7 @@ type request struct {
 	out  []byte // the client's answer
 
 	catalog       string
+	backend       string // backend label when it is not the catalog's (the synthetic lock shim)
 	fanout        bool
 	routed        bool
 	defaultRouted bool
@@ -302,6 +321,9 @@ func (r *Router) finish(req *request, d time.Duration) {
 		method = "other"
 	}
 	catalog, backend := req.catalog, req.catalog
+	if req.backend != "" {
+		backend = req.backend
+	}
 	if req.fanout {
 		catalog, backend = "all", "fanout"
 	}
