@@ -981,17 +981,23 @@ func adapterRows() []adapterRow {
 			e.refused(t, err, "hive_filter_field_tableName__")
 		}},
 		{name: "lock EXCL_WRITE", method: "lock", run: func(t *testing.T, e *adapterEnv) {
-			mkTable(t, e.direct, e.db, "t1")
+			// Locks of non-default catalogs are the synthetic lock shim's
+			// (issue 11): the downgrade is the default catalog's, a Hive
+			// 3.1.3 metastore here.
+			db1 := uniq("ad1")
+			mkDB(t, e.direct1, db1)
+			mkTable(t, e.direct1, db1, "t1")
+			e.tap1.Reset()
 			res, err := e.c4.Lock(ctx(t), &thriftgen.LockRequest{User: "e2e", Hostname: "localhost", Component: []*thriftgen.LockComponent{
-				{Type: thriftgen.LockType_EXCL_WRITE, Level: thriftgen.LockLevel_TABLE, Dbname: e.ext(), Tablename: strp("t1")}}})
+				{Type: thriftgen.LockType_EXCL_WRITE, Level: thriftgen.LockLevel_TABLE, Dbname: db1, Tablename: strp("t1")}}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = e.direct.Unlock(ctx(t), &thriftgen.UnlockRequest{Lockid: res.Lockid}) })
+			t.Cleanup(func() { _ = e.direct1.Unlock(ctx(t), &thriftgen.UnlockRequest{Lockid: res.Lockid}) })
 			if res.State != thriftgen.LockState_ACQUIRED {
 				t.Fatalf("lock state %v", res.State)
 			}
-			locks, err := e.direct.ShowLocks(ctx(t), &thriftgen.ShowLocksRequest{Dbname: &e.db})
+			locks, err := e.direct1.ShowLocks(ctx(t), &thriftgen.ShowLocksRequest{Dbname: &db1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1001,10 +1007,10 @@ func adapterRows() []adapterRow {
 					mine = append(mine, l)
 				}
 			}
-			if len(mine) != 1 || mine[0].Type != thriftgen.LockType_EXCLUSIVE || mine[0].Dbname != e.db {
-				t.Fatalf("the backend holds lock %d as %+v, want one EXCLUSIVE lock on %s", res.Lockid, mine, e.db)
+			if len(mine) != 1 || mine[0].Type != thriftgen.LockType_EXCLUSIVE || mine[0].Dbname != db1 {
+				t.Fatalf("the backend holds lock %d as %+v, want one EXCLUSIVE lock on %s", res.Lockid, mine, db1)
 			}
-			calls := e.backendSaw(t, e.tap2, "lock", e.db, "lock")
+			calls := e.backendSaw(t, e.tap1, "lock", db1, "lock")
 			comp := adAt(&calls[0].Args, 1, 1)
 			if comp == nil || len(comp.Elems) != 1 || adAt(&comp.Elems[0], 1).Int != int64(thriftgen.LockType_EXCLUSIVE) {
 				t.Fatalf("the backend received lock components %+v, want type EXCLUSIVE", comp)
