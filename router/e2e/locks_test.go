@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -716,4 +719,59 @@ func zkChildren(t *testing.T, c *zk.Conn, path string) []string {
 	}
 	t.Fatalf("ZooKeeper children of %s: %v", path, err)
 	return nil
+}
+
+// HiveServer2's INSERT into a non-ACID table of catalog2, made by a real Hive
+// 3.1.3 HiveMetaStoreClient (testdata/Hs2Insert.java: open_txns, lock with the
+// _dummy_database source, check_lock, heartbeat, add_partition, commit_txn)
+// through two replicas: the lock is the shim's, a second writer through the
+// other replica waits until commit_txn releases the first.
+func TestHiveServer2InsertIntoANonDefaultCatalogWithTheJavaClient(t *testing.T) {
+	e := newLockEnv(t, zooKeeper(t), app.TestHooks{})
+	adPartitioned(t, e.direct2, e.db2, "sales")
+	lib, err := filepath.EvalSymlinks(filepath.Join(testbed.Cache(), "lib", string(testbed.Hive313)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(run, "java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-D"+testbed.RunProperty+"="+testbed.RunID(), "-cp", filepath.Join(lib, "*"),
+		filepath.Join("testdata", "Hs2Insert.java"), e.a.URI("primary"), e.b.URI("primary"), e.ext2(), "sales")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var steps []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "step ") || strings.HasPrefix(l, "unexpected ") {
+			steps = append(steps, l)
+		}
+	}
+	if err != nil || len(steps) == 0 || steps[len(steps)-1] != "step done ok" {
+		tail := stderr.String()
+		if len(tail) > 3000 {
+			tail = tail[len(tail)-3000:]
+		}
+		t.Fatalf("Java client: %v\n%s\nstderr tail:\n%s", err, strings.Join(steps, "\n"), tail)
+	}
+	t.Logf("Java client steps:\n%s", strings.Join(steps, "\n"))
+	var lockID int64
+	for _, s := range steps {
+		if v, ok := strings.CutPrefix(s, "step lockid "); ok {
+			lockID, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	if !locks.IsShimLockID(lockID) {
+		t.Fatalf("the INSERT's lock id %d is not the shim's", lockID)
+	}
+	if parts, err := e.direct2.GetPartitionNames(ctx(t), e.db2, "sales", -1); err != nil || strings.Join(parts, ",") != "p=1" {
+		t.Fatalf("catalog2's metastore has partitions %v %v, want p=1", parts, err)
+	}
+	if held := backendLocks(t, e.direct2, e.db2); len(held) != 0 {
+		t.Fatalf("catalog2's metastore holds locks: %+v", held)
+	}
+	if n := e.b.Metric(t, locks.MetricEvents, "operation", "release_txn", "catalog", "catalog2", "result", "ok") +
+		e.a.Metric(t, locks.MetricEvents, "operation", "release_txn", "catalog", "catalog2", "result", "ok"); n != 2 {
+		t.Fatalf("release_txn events = %v, want 2 (commit of the writer, abort of the second)", n)
+	}
 }
