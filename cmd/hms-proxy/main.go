@@ -3,6 +3,7 @@
 //
 //	hms-proxy [serve] FILE          run with an hms-proxy.properties file
 //	hms-proxy check-config FILE     validate FILE and print the effective configuration
+//	hms-proxy smoke MODE [flags]    the manual HMS smoke client (tools/smoke): txn, lock, notification
 package main
 
 import (
@@ -19,11 +20,36 @@ import (
 	"github.com/hms-proxy/hms-proxy/app"
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/tools/smoke"
 )
 
 const usage = `usage:
   hms-proxy [serve] FILE          run the proxy with an hms-proxy.properties file
   hms-proxy check-config FILE     validate FILE, print the verdict and the effective configuration
+  hms-proxy smoke MODE [flags]    direct metastore RPCs against a proxy or a metastore (hms-proxy smoke --help)
+`
+
+const smokeUsage = `usage: hms-proxy smoke txn|lock|notification --uri thrift://HOST:PORT [flags]
+
+The manual HMS smoke client: direct metastore RPCs against a proxy or a metastore,
+one line per call ("ok"/"FAIL", name, milliseconds, detail). Exit 0 when every
+call behaved, 1 when one failed, 2 on bad arguments.
+
+modes:
+  txn            open_txns, allocate_table_write_ids, lock, check_lock,
+                 get_valid_write_ids, commit_txn on a transactional table
+                 (--db, --table; the default catalog's, as ACID tables are)
+  lock           open_txns, lock, check_lock, [heartbeat], [unlock], then
+                 commit_txn, abort_txn or nothing (--close-txn); the shortest way
+                 to exercise the synthetic lock shim of a non-default catalog:
+                   hms-proxy smoke lock --uri thrift://proxy:9083 --db catalog2__sales \
+                     --lock-type SHARED_READ --lock-level DB --operation-type NO_TXN
+  notification   add_write_notification_log (Hive 4 and Hortonworks metastores)
+
+A txn or lock run that fails after open_txns aborts its transaction before it
+exits, also with --close-txn none.
+
+hms-proxy smoke MODE --help lists the flags of a mode.
 `
 
 func main() {
@@ -32,6 +58,15 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	switch {
+	case len(args) >= 1 && args[0] == "smoke":
+		if len(args) == 1 || args[1] == "-h" || args[1] == "-help" || args[1] == "--help" || args[1] == "help" {
+			fmt.Fprint(stdout, smokeUsage)
+			if len(args) == 1 {
+				return 2
+			}
+			return 0
+		}
+		return smoke.Run(args[1:], stdout, stderr)
 	case len(args) == 2 && args[0] == "check-config":
 		return checkConfig(args[1], stdout, stderr)
 	case len(args) == 2 && args[0] == "serve":
