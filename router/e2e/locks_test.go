@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -68,6 +69,13 @@ func (e *lockEnv) ext2() string { return "catalog2__" + e.db2 }
 
 func newLockEnv(t *testing.T, zkAddr string, hooks app.TestHooks, extra ...string) *lockEnv {
 	t.Helper()
+	return newLockEnvOn(t, hms2, zkAddr, hooks, extra...)
+}
+
+// newLockEnvOn is newLockEnv with catalog2 on the given metastore (hms2, or
+// hms4 with runtime-profile APACHE_4_1_0 in extra).
+func newLockEnvOn(t *testing.T, catalog2 *testbed.Metastore, zkAddr string, hooks app.TestHooks, extra ...string) *lockEnv {
+	t.Helper()
 	e := &lockEnv{znode: "/e2e-locks/" + uniq(strings.ToLower(strings.ReplaceAll(t.Name(), "/", "_"))),
 		db1: uniq("lk1"), db2: uniq("lk2")}
 	props := twoCatalogs(append([]string{
@@ -78,11 +86,12 @@ func newLockEnv(t *testing.T, zkAddr string, hooks app.TestHooks, extra ...strin
 		"synthetic-read-lock.store.zookeeper.session-timeout-ms=20000",
 		"synthetic-read-lock.store.zookeeper.base-sleep-ms=100",
 		"synthetic-read-lock.store.zookeeper.max-retries=1",
+		"catalog.catalog2.conf.hive.metastore.uris=" + catalog2.URI,
 	}, extra...)...)
 	e.a = proxytest.StartWith(t, props, hooks)
 	e.b = proxytest.StartWith(t, props, hooks)
 	e.ca, e.cb = proxytest.Client(t, e.a.URI("primary")), proxytest.Client(t, e.b.URI("primary"))
-	e.direct1, e.direct2 = proxytest.Client(t, hms1.URI), proxytest.Client(t, hms2.URI)
+	e.direct1, e.direct2 = proxytest.Client(t, hms1.URI), proxytest.Client(t, catalog2.URI)
 	mkDB(t, e.direct1, e.db1)
 	mkDB(t, e.direct2, e.db2)
 	return e
@@ -773,5 +782,76 @@ func TestHiveServer2InsertIntoANonDefaultCatalogWithTheJavaClient(t *testing.T) 
 	if n := e.b.Metric(t, locks.MetricEvents, "operation", "release_txn", "catalog", "catalog2", "result", "ok") +
 		e.a.Metric(t, locks.MetricEvents, "operation", "release_txn", "catalog", "catalog2", "result", "ok"); n != 2 {
 		t.Fatalf("release_txn events = %v, want 2 (commit of the writer, abort of the second)", n)
+	}
+}
+
+// pyIceberg finds a Python with PyIceberg and PyArrow: HMS_PROXY_PYICEBERG
+// names one, else a virtual environment under the test bed's cache
+// (.cache/python/*/bin/python) that has both.
+func pyIceberg(t *testing.T) string {
+	t.Helper()
+	candidates := []string{}
+	if p := os.Getenv("HMS_PROXY_PYICEBERG"); p != "" {
+		candidates = append(candidates, p)
+	}
+	found, _ := filepath.Glob(filepath.Join(testbed.Cache(), "python", "*", "bin", "python"))
+	candidates = append(candidates, found...)
+	for _, py := range candidates {
+		if exec.Command(py, "-c", "import pyiceberg.catalog.hive, pyarrow").Run() == nil {
+			return py
+		}
+	}
+	t.Skipf("no Python with pyiceberg and pyarrow (set HMS_PROXY_PYICEBERG or create a venv under %s/python)", testbed.Cache())
+	return ""
+}
+
+// A real Iceberg client: PyIceberg's Hive catalog creates a table in catalog2
+// through the proxy, commits three appends (each under its EXCLUSIVE table
+// lock, which PyIceberg sends with isTransactional=true and no transaction:
+// a plain lock for the shim) and reads every row back. catalog2 is the Hive
+// 4.1 metastore here: PyIceberg's Table carries Hive 4's writeId (-1), which a
+// Hive 3.1.3 backend has no field for, and the lossless-write guard refuses
+// that create_table on a 3.1.3 catalog.
+func TestPyIcebergCommitsToANonDefaultCatalog(t *testing.T) {
+	py := pyIceberg(t)
+	e := newLockEnvOn(t, hms4, zooKeeper(t), app.TestHooks{}, "catalog.catalog2.runtime-profile=APACHE_4_1_0")
+	warehouse := "file://" + t.TempDir()
+	run, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(run, py, filepath.Join("testdata", "pyiceberg_commits.py"), e.a.URI("primary"), e.ext2(), warehouse, "3")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var steps []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var s map[string]any
+		if json.Unmarshal([]byte(l), &s) == nil {
+			steps = append(steps, s)
+		}
+	}
+	if err != nil || len(steps) == 0 || steps[len(steps)-1]["step"] != "done" {
+		tail := stderr.String()
+		if len(tail) > 3000 {
+			tail = tail[len(tail)-3000:]
+		}
+		t.Fatalf("PyIceberg: %v\n%s\nstderr tail:\n%s", err, out, tail)
+	}
+	t.Logf("PyIceberg steps:\n%s", out)
+	read := steps[len(steps)-2]
+	if fmt.Sprint(read["ids"]) != "[1 2 11 12 21 22]" || read["snapshots"] != float64(3) {
+		t.Fatalf("read back %v in %v snapshots, want the six rows of three commits", read["ids"], read["snapshots"])
+	}
+	got, err := e.direct2.GetTableReq(ctx(t), &thriftgen.GetTableRequest{DbName: e.db2, TblName: "events"}) // Hive 4 has no positional get_table
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := got.Table.Parameters; p["metadata_location"] != read["metadata_location"] || p["previous_metadata_location"] == "" {
+		t.Fatalf("catalog2's metastore has %+v", p)
+	}
+	if n := e.a.Metric(t, locks.MetricEvents, "operation", "unlock", "catalog", "catalog2", "result", "ok"); n < 3 {
+		t.Fatalf("the commits' locks were not the shim's: %v unlocks", n)
+	}
+	if held := backendLocks(t, e.direct2, e.db2); len(held) != 0 {
+		t.Fatalf("catalog2's metastore holds locks: %+v", held)
 	}
 }
