@@ -171,7 +171,7 @@ func tableFieldIDs() error {
 	want := map[string]int16{"tableName": tableNameField, "dbName": tableDBField, "parameters": tableParamsField}
 	for _, f := range s.Fields {
 		if id, ok := want[f.Name]; ok && id != f.ID {
-			return fmt.Errorf("Table.%s has field id %d, the router assumes %d", f.Name, f.ID, id)
+			return fmt.Errorf("schema: field %s of Table has id %d, the router assumes %d", f.Name, f.ID, id)
 		}
 	}
 	return nil
