@@ -897,13 +897,17 @@ func adapterRows() []adapterRow {
 			}
 		}},
 		{name: "get_max_allocated_table_write_id", method: "get_max_allocated_table_write_id", run: func(t *testing.T, e *adapterEnv) {
-			mkTable(t, e.direct, e.db, "t1")
-			open, err := e.direct.OpenTxns(ctx(t), &thriftgen.OpenTxnRequest{NumTxns: 2, User: "e2e", Hostname: "localhost"})
+			// Write ids exist only in the default catalog (issue 11): the
+			// downgrade is the default catalog's, a Hive 3.1.3 metastore here.
+			db1 := uniq("ad1")
+			mkDB(t, e.direct1, db1)
+			mkTable(t, e.direct1, db1, "t1")
+			open, err := e.direct1.OpenTxns(ctx(t), &thriftgen.OpenTxnRequest{NumTxns: 2, User: "e2e", Hostname: "localhost"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = e.direct.AbortTxns(ctx(t), &thriftgen.AbortTxnsRequest{TxnIds: open.TxnIds}) })
-			alloc, err := e.direct.AllocateTableWriteIds(ctx(t), &thriftgen.AllocateTableWriteIdsRequest{DbName: e.db, TableName: "t1", TxnIds: open.TxnIds})
+			t.Cleanup(func() { _ = e.direct1.AbortTxns(ctx(t), &thriftgen.AbortTxnsRequest{TxnIds: open.TxnIds}) })
+			alloc, err := e.direct1.AllocateTableWriteIds(ctx(t), &thriftgen.AllocateTableWriteIdsRequest{DbName: db1, TableName: "t1", TxnIds: open.TxnIds})
 			if err != nil || len(alloc.TxnToWriteIds) != 2 {
 				t.Fatalf("allocate_table_write_ids: %+v %v", alloc, err)
 			}
@@ -913,12 +917,16 @@ func adapterRows() []adapterRow {
 					max = w.WriteId
 				}
 			}
-			res, err := e.c4.GetMaxAllocatedTableWriteId(ctx(t), &thriftgen.MaxAllocatedTableWriteIdRequest{DbName: e.ext(), TableName: "t1"})
+			e.tap1.Reset()
+			res, err := e.c4.GetMaxAllocatedTableWriteId(ctx(t), &thriftgen.MaxAllocatedTableWriteIdRequest{DbName: db1, TableName: "t1"})
 			if err != nil || res.MaxWriteId != max {
 				t.Fatalf("get_max_allocated_table_write_id = %+v %v, the backend allocated up to %d", res, err, max)
 			}
-			calls := e.backendSaw(t, e.tap2, "get_max_allocated_table_write_id", "", "get_valid_write_ids")
-			adSame(t, "fullTableNames", adStrList(adAt(&calls[0].Args, 1, 1)), []string{e.db + ".t1"})
+			calls := e.backendSaw(t, e.tap1, "get_max_allocated_table_write_id", "", "get_valid_write_ids")
+			adSame(t, "fullTableNames", adStrList(adAt(&calls[0].Args, 1, 1)), []string{db1 + ".t1"})
+			// On catalog2 the call is refused, naming the catalog.
+			_, err = e.c4.GetMaxAllocatedTableWriteId(ctx(t), &thriftgen.MaxAllocatedTableWriteIdRequest{DbName: e.ext(), TableName: "t1"})
+			metaErr(t, err, "get_max_allocated_table_write_id", "catalog2", "write ids")
 		}},
 		{name: "get_table_names_by_filter with Hive 4 name filter", method: "get_table_names_by_filter", run: func(t *testing.T, e *adapterEnv) {
 			for _, n := range []string{"t_a", "t_b", "other"} {
