@@ -17,6 +17,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/restcatalog"
 	"github.com/hms-proxy/hms-proxy/router"
@@ -39,6 +40,7 @@ type App struct {
 	Budget    *wire.Budget        // bytes of client messages in progress, over all listeners
 	REST      *restcatalog.Server // the Iceberg REST listener, nil when rest-catalog is off
 	Security  *Security           // Kerberos, tokens, impersonation (security.go)
+	Locks     *locks.Shim         // the synthetic lock shim; nil with one catalog
 
 	restInner   *frontdoor.Listener // in-process Thrift connections of REST requests
 	restHandler *restcatalog.Handler
@@ -47,8 +49,22 @@ type App struct {
 	purge       *purge.Purger // external table drop purge; nil when off
 }
 
+// TestHooks change what Build assembles in ways no configuration key may:
+// they exist for tests that must show what a safety feature prevents.
+type TestHooks struct {
+	// LockGrantAtOnce makes the synthetic lock shim grant every lock at once,
+	// as the Java proxy's shim did (no writer isolation), so a test can show
+	// the lost updates isolation prevents.
+	LockGrantAtOnce bool
+}
+
 // Build creates every part without binding any socket.
 func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
+	return BuildWith(cfg, log, TestHooks{})
+}
+
+// BuildWith is Build with test hooks (tests only).
+func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, error) {
 	a := &App{Config: cfg, Log: log, Registry: prometheus.NewRegistry()}
 	var auditLog *audit.Logger
 	if cfg.Audit.Enabled {
@@ -80,7 +96,15 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 		a.closeFiles()
 		return nil, err
 	}
-	ropts := router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer, Tables: tables}
+	lockMetrics, err := a.buildLockShim(hooks)
+	if err != nil {
+		a.closePurge()
+		a.Security.Close()
+		a.closeFiles()
+		return nil, err
+	}
+	ropts := router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer, Tables: tables,
+		Locks: a.Locks, LockMetrics: lockMetrics}
 	a.Security.routerOptions(&ropts)
 	if a.Router, err = router.New(ropts); err != nil {
 		a.closePurge()

@@ -180,6 +180,7 @@ server.bind-host=127.0.0.1
 management.port=10083
 catalogs=catalog1,catalog2
 routing.default-catalog=catalog2
+synthetic-read-lock.store.mode=IN_MEMORY
 catalog.catalog1.conf.hive.metastore.uris=thrift://h1:9083,thrift://h2:9083
 catalog.catalog1.conf.hive.metastore.client.socket.timeout=5min
 catalog.catalog1.conf.some.hive.key=value with blanks

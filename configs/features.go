@@ -20,7 +20,7 @@ func featureTable() []*feature {
 		withStatus(impersonationFeature(), StatusImplemented),
 		withStatus(delegationTokensFeature(), StatusImplemented),
 		withStatus(proxyUsersFeature(), StatusImplemented),
-		withStatus(syntheticLockFeature(), StatusRefused),
+		withStatus(syntheticLockFeature(), StatusImplemented),
 		withStatus(rateLimitFeature(), StatusRefused),
 		withStatus(circuitBreakerFeature(), StatusRefused),
 		withStatus(adaptiveTimeoutFeature(), StatusRefused),

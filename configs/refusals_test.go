@@ -8,14 +8,23 @@ import (
 	"time"
 )
 
-// refusalBase: two catalogs, nothing else (no lock mode: the shim is not
-// built, so any mode refuses).
+// refusalBase: two catalogs, the lock store they need, nothing else.
 var refusalBase = map[string]string{
 	"catalogs": "catalog1,catalog2", "routing.default-catalog": "catalog1",
 	"catalog.catalog1.conf.hive.metastore.uris": "thrift://h1:9083",
 	"catalog.catalog2.conf.hive.metastore.uris": "thrift://h2:9083",
 	"additional-frontends":                      "fe", "additional-frontends.fe.port": "9084",
 	"additional-frontends.fe.frontend-profile": "APACHE_4_1_0",
+	lockModeKey: "IN_MEMORY",
+}
+
+// without returns a copy of m without the keys.
+func without(m map[string]string, keys ...string) map[string]string {
+	out := merge(m)
+	for _, k := range keys {
+		delete(out, k)
+	}
+	return out
 }
 
 // parseAll returns the Config (or nil) and every error and warning.
@@ -59,18 +68,13 @@ func TestKeysThatDidNothingRefuse(t *testing.T) {
 		refused    bool
 		also       map[string]string
 	}{
-		{key: "synthetic-read-lock.store.mode", value: "IN_MEMORY", refused: true},
-		{key: "synthetic-read-lock.store.mode", value: "zookeeper", refused: true,
-			also: map[string]string{"synthetic-read-lock.store.zookeeper.connect-string": "zk:2181"}},
-		{key: "synthetic-read-lock.store.zookeeper.connect-string", value: "zk1:2181,zk2:2181", refused: true},
-		{key: "synthetic-read-lock.store.zookeeper.session-timeout-ms", value: "60000", refused: true}, // even its default value selects ZooKeeper
 		{key: "catalog.catalog1.conf.hive.metastore.client.socket.lifetime", value: "1h", refused: true},
 		{key: "catalog.catalog1.conf.metastore.client.socket.lifetime", value: "600", refused: true},
 		{key: "catalog.catalog1.conf.hive.metastore.client.socket.lifetime", value: "0s"},
 		{key: "catalog.catalog1.conf.hive.metastore.client.socket.lifetime", value: "0"},
-		{key: "catalog.catalog1.conf.hive.txn.timeout", value: "600s", refused: true},
-		{key: "catalog.catalog2.conf.metastore.txn.timeout", value: "10m", refused: true},
-		{key: "catalog.catalog1.conf.hive.txn.timeout", value: "300"}, // the default, written otherwise
+		{key: "catalog.catalog1.conf.hive.txn.timeout", value: "600s"}, // read by the synthetic lock shim
+		{key: "catalog.catalog2.conf.metastore.txn.timeout", value: "10m"},
+		{key: "catalog.catalog1.conf.hive.txn.timeout", value: "300"},
 		{key: "ranger.enabled", value: "true", refused: true,
 			also: map[string]string{"ranger.policy.rest.url": "http://r:6080", "ranger.service-name": "s"}},
 		{key: "ranger.enabled", value: "false"},
@@ -200,7 +204,7 @@ func TestRegistryWalkOfRefusedFeatures(t *testing.T) {
 func TestFeatureFlip(t *testing.T) {
 	built := map[string]Status{"synthetic-locks": StatusImplemented}
 	// No default store mode: with non-default catalogs it must be chosen.
-	_, errs, _ := parseAll(t, refusalBase, built)
+	_, errs, _ := parseAll(t, without(refusalBase, lockModeKey), built)
 	if e := errorOn(errs, lockModeKey); e == nil || !e.Missing || !strings.Contains(e.Msg, "IN_MEMORY") || !strings.Contains(e.Msg, "ZOOKEEPER") {
 		t.Errorf("no mode with two catalogs: %s", errText(errs))
 	}
@@ -212,7 +216,7 @@ func TestFeatureFlip(t *testing.T) {
 	if errs != nil || cfg.SyntheticLock.StoreMode != LockStoreInMemory || !hasLine(warns, lockModeKey+"=IN_MEMORY", "lost when this proxy restarts") {
 		t.Errorf("IN_MEMORY: %s %q", errText(errs), warns)
 	}
-	cfg, errs, _ = parseAll(t, merge(refusalBase, map[string]string{
+	cfg, errs, _ = parseAll(t, merge(without(refusalBase, lockModeKey), map[string]string{
 		zkPrefix + "connect-string": "zk1:2181,zk2:2181/hms", zkPrefix + "max-retries": "5",
 		"catalog.catalog1.conf.hive.txn.timeout": "10m"}), built)
 	if errs != nil {

@@ -16,6 +16,7 @@ var base = map[string]string{
 	"routing.default-catalog": "catalog1",
 	"catalog.catalog1.conf.hive.metastore.uris": "thrift://127.0.0.1:19083",
 	"catalog.catalog2.conf.hive.metastore.uris": "thrift://127.0.0.1:19084",
+	"synthetic-read-lock.store.mode":            "IN_MEMORY",
 }
 
 const del = "\x00delete"
@@ -193,9 +194,19 @@ func TestValidationRules(t *testing.T) {
 			set: map[string]string{"synthetic-read-lock.store.mode": "in_memory",
 				"synthetic-read-lock.store.zookeeper.session-timeout-ms": "60000"},
 			errLine: []string{"synthetic-read-lock.store.zookeeper.session-timeout-ms=60000:", "IN_MEMORY"}},
-		{name: "zookeeper keys without mode select ZOOKEEPER (refused: the shim is not built)",
-			set:     map[string]string{"synthetic-read-lock.store.zookeeper.connect-string": "zk1:2181,zk2:2181"},
-			errLine: []string{"synthetic-read-lock.store.zookeeper.connect-string=zk1:2181,zk2:2181:", "Synthetic lock shim is not built yet"}},
+		{name: "zookeeper keys without mode select ZOOKEEPER",
+			set: map[string]string{"synthetic-read-lock.store.mode": del, "synthetic-read-lock.store.zookeeper.connect-string": "zk1:2181,zk2:2181"},
+			check: func(t *testing.T, c *Config) {
+				if c.SyntheticLock.StoreMode != LockStoreZooKeeper || c.SyntheticLock.ZooKeeper.ConnectString != "zk1:2181,zk2:2181" {
+					t.Errorf("store %+v", c.SyntheticLock)
+				}
+			}},
+		{name: "no store mode with two catalogs", set: map[string]string{"synthetic-read-lock.store.mode": del},
+			errLine: []string{"synthetic-read-lock.store.mode:", "required with more than one catalog"}},
+		{name: "ZOOKEEPER with front-door Kerberos (no ZooKeeper SASL yet)",
+			set: map[string]string{"synthetic-read-lock.store.mode": "ZOOKEEPER", "synthetic-read-lock.store.zookeeper.connect-string": "zk1:2181",
+				"security.mode": "KERBEROS", "security.server-principal": "hive/_HOST@EXAMPLE.COM", "security.keytab": "/k"},
+			errLine: []string{"synthetic-read-lock.store.mode=ZOOKEEPER:", "SASL"}},
 		{name: "ZOOKEEPER without connect string", set: map[string]string{"synthetic-read-lock.store.mode": "ZOOKEEPER"},
 			errLine: []string{"synthetic-read-lock.store.zookeeper.connect-string:", "required"}},
 

@@ -49,14 +49,19 @@ func TestMetricsNamesAndLabels(t *testing.T) {
 	nilMetrics.LockRequestSplit("x") // nil-safe
 }
 
-// The monitoring package still defines hms_proxy_lock_request_split_total with
-// the Java proxy's meaning; sharing one registry is a clear error, not a panic.
+// The shim's metrics live on the proxy's registry next to monitoring's (as app
+// registers them); a conflicting definition of one of its names is a clear
+// error naming it, not a panic.
 func TestMetricsConflictIsAnError(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	monitoring.NewMetrics(reg, nil)
-	_, err := NewMetrics(reg)
-	if err == nil || !strings.Contains(err.Error(), MetricLockRequestSplit) {
-		t.Fatalf("NewMetrics next to monitoring's metrics: %v, want an error naming %s", err, MetricLockRequestSplit)
+	if _, err := NewMetrics(reg); err != nil {
+		t.Fatalf("NewMetrics next to monitoring's metrics: %v", err)
+	}
+	clash := prometheus.NewRegistry()
+	clash.MustRegister(prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricLockRequestSplit, Help: "another meaning"}, []string{"backend"}))
+	if _, err := NewMetrics(clash); err == nil || !strings.Contains(err.Error(), MetricLockRequestSplit) {
+		t.Fatalf("NewMetrics next to another definition of %s: %v, want an error naming it", MetricLockRequestSplit, err)
 	}
 	// the same definition twice is shared
 	reg2 := prometheus.NewRegistry()

@@ -74,6 +74,12 @@ type Record struct {
 	Owner       string // the proxy instance that took the lock
 	Token       string // unique per lock call; lets a store find a record whose creation it lost track of
 
+	// A combined lock (a request naming the default catalog and others) is one
+	// record: the shim's components, plus the default catalog's part, which the
+	// router sends to that catalog's metastore once the shim's part is granted.
+	LinkedRequest []byte // the default catalog's part, opaque to the shim (nil: none)
+	LinkedLockID  int64  // the default catalog's lock id of that part once taken (0: not yet)
+
 	version int32 // store version of the record as read; compare-and-set on update
 	seq     uint32
 }
@@ -81,6 +87,7 @@ type Record struct {
 func (r *Record) clone() *Record {
 	c := *r
 	c.Components = append([]Component(nil), r.Components...)
+	c.LinkedRequest = append([]byte(nil), r.LinkedRequest...)
 	return &c
 }
 
@@ -117,6 +124,9 @@ type recordJSON struct {
 	BlockedBy   int64           `json:"blockedBy,omitempty"`
 	Owner       string          `json:"owner,omitempty"`
 	Token       string          `json:"token,omitempty"`
+	// encoding/json writes []byte as base64
+	LinkedRequest []byte `json:"linkedRequest,omitempty"`
+	LinkedLockID  int64  `json:"linkedLockId,omitempty"`
 }
 
 type componentJSON struct {
@@ -133,7 +143,7 @@ const recordFormat = 1
 func encodeRecord(r *Record) ([]byte, error) {
 	j := recordJSON{Format: recordFormat, TxnID: r.TxnID, User: r.User, Host: r.Host, Agent: r.Agent, State: r.State,
 		CreatedMs: r.CreatedMs, HeartbeatMs: r.HeartbeatMs, AcquiredMs: r.AcquiredMs, BlockedBy: r.BlockedBy,
-		Owner: r.Owner, Token: r.Token}
+		Owner: r.Owner, Token: r.Token, LinkedRequest: r.LinkedRequest, LinkedLockID: r.LinkedLockID}
 	for _, c := range r.Components {
 		cj := componentJSON{Catalog: c.Catalog, DB: c.DB, Table: c.Table, Partition: c.Partition, Type: c.Type.String()}
 		if c.Operation != nil {
@@ -182,7 +192,8 @@ func decodeRecord(b []byte) (*Record, error) {
 		return nil, fmt.Errorf("lock record without components")
 	}
 	r := &Record{TxnID: j.TxnID, User: j.User, Host: j.Host, Agent: j.Agent, State: j.State, CreatedMs: j.CreatedMs,
-		HeartbeatMs: j.HeartbeatMs, AcquiredMs: j.AcquiredMs, BlockedBy: j.BlockedBy, Owner: j.Owner, Token: j.Token}
+		HeartbeatMs: j.HeartbeatMs, AcquiredMs: j.AcquiredMs, BlockedBy: j.BlockedBy, Owner: j.Owner, Token: j.Token,
+		LinkedRequest: j.LinkedRequest, LinkedLockID: j.LinkedLockID}
 	for _, cj := range j.Components {
 		t, ok := lockTypeByName(cj.Type)
 		if !ok {
@@ -217,6 +228,9 @@ func (r *Record) describe() string {
 	s := fmt.Sprintf("lockid:%d", r.ID)
 	if r.TxnID != 0 {
 		s += fmt.Sprintf(" txnid:%d", r.TxnID)
+	}
+	if r.LinkedLockID != 0 {
+		s += fmt.Sprintf(" (with default-catalog lockid:%d)", r.LinkedLockID)
 	}
 	return s + " " + r.State + " [" + strings.Join(parts, ", ") + "]"
 }

@@ -142,6 +142,16 @@ func (s *Shim) Close() error {
 	return nil
 }
 
+// StoreMode is ModeInMemory or ModeZooKeeper; StoreName names the store as
+// every store error does.
+func (s *Shim) StoreMode() string { return s.store.Mode() }
+
+// StoreName names the store, e.g. "ZOOKEEPER store zk1:2181 znode /locks".
+func (s *Shim) StoreName() string { return s.store.Describe() }
+
+// Ping checks that the store answers.
+func (s *Shim) Ping(ctx context.Context) error { return s.store.Ping(ctx) }
+
 // InstanceID is the name this shim writes into the records it creates.
 func (s *Shim) InstanceID() string { return s.instance }
 
@@ -171,15 +181,19 @@ func isDummy(c *thriftgen.LockComponent) bool {
 	return strings.EqualFold(c.Dbname, DummyDatabase)
 }
 
-// Eligible says whether the shim may serve these parts: every component that is
-// not Hive's _dummy_database placeholder must be non-transactional
-// (isTransactional absent or false). That covers the non-ACID SHARED_READ of a
-// SELECT, the NO_TXN locks of DDL (CREATE TABLE's database lock, partition
-// rename/drop) and non-transactional writes (INSERT, INSERT OVERWRITE, UPDATE,
-// DELETE, of any lock type). A transactional component belongs to an ACID table,
-// whose write ids only the default catalog's TxnHandler issues, so the request
-// must go to the backend. The error names the first component that is not
-// eligible.
+// Eligible says whether the shim may serve these parts: inside a transaction
+// (a Txnid other than 0), every component that is not Hive's _dummy_database
+// placeholder must be non-transactional (isTransactional absent or false). That
+// covers the non-ACID SHARED_READ of a SELECT, the NO_TXN locks of DDL (CREATE
+// TABLE's database lock, partition rename/drop) and non-transactional writes
+// (INSERT, INSERT OVERWRITE, UPDATE, DELETE, of any lock type). A transactional
+// component of a transaction belongs to an ACID write, whose write ids only the
+// default catalog's TxnHandler issues, so the request must not be served here.
+// Without a transaction the flag does not matter to Hive's TxnHandler (it
+// records transaction components only for a transaction), and clients set it
+// on plain table locks: PyIceberg's commit lock is EXCLUSIVE, TABLE,
+// isTransactional=true, no transaction. Such a lock is a lock like any other.
+// The error names the first component that is not eligible.
 func Eligible(parts ...Request) error {
 	if len(parts) == 0 {
 		return errors.New("no lock components")
@@ -189,14 +203,15 @@ func Eligible(parts ...Request) error {
 		if p.Lock == nil {
 			return fmt.Errorf("catalog %s: no lock request", p.Catalog)
 		}
+		inTxn := p.Lock.Txnid != nil && *p.Lock.Txnid != 0
 		for i, c := range p.Lock.Component {
 			if c == nil || isDummy(c) {
 				continue
 			}
 			n++
-			if c.IsTransactional != nil && *c.IsTransactional {
-				return fmt.Errorf("lock component %d (%s on %s) of catalog %s is transactional: only the default catalog's "+
-					"metastore can lock ACID tables", i, c.Type, objectName(c), p.Catalog)
+			if inTxn && c.IsTransactional != nil && *c.IsTransactional {
+				return fmt.Errorf("lock component %d (%s on %s) of catalog %s is transactional, in transaction %d: only the default catalog's "+
+					"metastore can lock ACID writes, and ACID tables exist only there", i, c.Type, objectName(c), p.Catalog, *p.Lock.Txnid)
 			}
 		}
 	}
@@ -256,9 +271,9 @@ func (s *Shim) record(parts []Request) (*Record, bool, bool, error) {
 			if c == nil {
 				return nil, false, false, badRequest("catalog %s: lock component %d is null", p.Catalog, i)
 			}
-			if c.IsTransactional != nil && *c.IsTransactional {
-				return nil, false, false, badRequest("catalog %s: lock component %d on %s is transactional; only the "+
-					"default catalog's metastore can lock ACID tables", p.Catalog, i, objectName(c))
+			if r.TxnID != 0 && c.IsTransactional != nil && *c.IsTransactional {
+				return nil, false, false, badRequest("catalog %s: lock component %d on %s is transactional, in transaction %d; only the "+
+					"default catalog's metastore can lock ACID writes", p.Catalog, i, objectName(c), r.TxnID)
 			}
 			if _, err := s.rules.kindOf(c.Type); err != nil {
 				return nil, false, false, badRequest("catalog %s: lock component %d on %s: %v", p.Catalog, i, objectName(c), err)
@@ -294,41 +309,141 @@ func (s *Shim) record(parts []Request) (*Record, bool, bool, error) {
 // CheckLock) or, under Hive 4 rules, NOT_ACQUIRED for a zero-wait read or an
 // exclusive CTAS that would have to wait.
 func (s *Shim) Lock(ctx context.Context, parts ...Request) (*thriftgen.LockResponse, error) {
+	return s.LockLinked(ctx, nil, parts...)
+}
+
+// LockLinked is Lock for a combined lock, one that also names the default
+// catalog: linked is the default catalog's part (opaque to the shim, kept in
+// the record). The caller takes that part at the default catalog's metastore
+// only once the shim's part is ACQUIRED, and records the metastore's lock id
+// with Link; until then the combined lock holds nothing at the metastore. So a
+// combined lock waits either here (holding nothing there) or there (holding
+// only shim locks, which are granted for good), and waits in each queue only
+// for earlier entries: two combined locks can never wait for each other in a
+// cycle across the two queues.
+func (s *Shim) LockLinked(ctx context.Context, linked []byte, parts ...Request) (*thriftgen.LockResponse, error) {
 	r, zeroWait, exclCTAS, err := s.record(parts)
 	if err != nil {
 		return nil, err
 	}
+	r.LinkedRequest = linked
 	id, err := s.store.Create(ctx, r)
 	if err != nil {
 		return nil, s.storeFailure(OpAcquire, r.catalogs(), err)
 	}
 	r.ID, r.seq, r.version = id, uint32(id), 0
 	s.metrics.addActive(s.mode, 1)
-	resp, err := s.decide(ctx, r, true, zeroWait, exclCTAS)
+	resp, _, err := s.decide(ctx, r, true, zeroWait, exclCTAS)
 	s.count(OpAcquire, r, resp, err)
 	return resp, err
+}
+
+// Held is what the router needs to know about a shim lock besides its state.
+type Held struct {
+	Catalogs []string // the catalogs of its components, in order of appearance
+	TxnID    int64    // the default catalog's transaction, 0 = none
+	// LinkedRequest is the default catalog's part of a combined lock (see
+	// LockLinked), nil for a lock of the shim alone; LinkedLockID is the
+	// default catalog's lock id of that part once taken (0 = not yet).
+	LinkedRequest []byte
+	LinkedLockID  int64
+}
+
+func heldOf(r *Record) Held {
+	return Held{Catalogs: r.catalogs(), TxnID: r.TxnID, LinkedRequest: r.LinkedRequest, LinkedLockID: r.LinkedLockID}
 }
 
 // CheckLock polls a lock: ACQUIRED once no earlier conflicting lock is left,
 // WAITING before. Like Hive's check_lock it also counts as a heartbeat.
 func (s *Shim) CheckLock(ctx context.Context, lockID int64) (*thriftgen.LockResponse, error) {
+	resp, _, err := s.Check(ctx, lockID)
+	return resp, err
+}
+
+// Check is CheckLock that also describes the lock (its link to the default
+// catalog's part, for a combined lock).
+func (s *Shim) Check(ctx context.Context, lockID int64) (*thriftgen.LockResponse, Held, error) {
 	r, err := s.store.Get(ctx, lockID)
 	if errors.Is(err, ErrNotFound) {
 		s.metrics.event(OpCheckLock, "unknown", s.mode, ResultNoSuchLock)
-		return nil, noSuchLock(lockID)
+		return nil, Held{}, noSuchLock(lockID)
 	}
 	if err != nil {
-		return nil, s.storeFailure(OpCheckLock, nil, err)
+		return nil, Held{}, s.storeFailure(OpCheckLock, nil, err)
 	}
 	s.noteHandoff(OpCheckLock, r)
-	resp, err := s.decide(ctx, r, false, false, false)
+	resp, cur, err := s.decide(ctx, r, false, false, false)
 	s.count(OpCheckLock, r, resp, err)
-	return resp, err
+	if err != nil {
+		return nil, Held{}, err
+	}
+	return resp, heldOf(cur), nil
+}
+
+// Link records the default catalog's lock id of a combined lock's linked part.
+// When another caller linked one first (two check_lock calls of the same lock
+// through two instances), it keeps that one and returns it: the caller then
+// releases its own and uses the returned id.
+func (s *Shim) Link(ctx context.Context, lockID, linkedLockID int64) (int64, error) {
+	if linkedLockID == 0 {
+		return 0, badRequest("lockid:%d: a linked lock id of 0", lockID)
+	}
+	for attempt := 0; ; attempt++ {
+		r, err := s.store.Get(ctx, lockID)
+		if errors.Is(err, ErrNotFound) {
+			return 0, noSuchLock(lockID)
+		}
+		if err != nil {
+			return 0, s.storeFailure(OpAcquire, nil, err)
+		}
+		if r.LinkedRequest == nil {
+			return 0, badRequest("lockid:%d has no default-catalog part to link", lockID)
+		}
+		if r.LinkedLockID != 0 {
+			return r.LinkedLockID, nil
+		}
+		r.LinkedLockID = linkedLockID
+		err = s.store.Update(ctx, r)
+		if errors.Is(err, ErrChanged) && attempt < casAttempts {
+			continue
+		}
+		if errors.Is(err, ErrNotFound) {
+			return 0, noSuchLock(lockID)
+		}
+		if err != nil {
+			return 0, s.storeFailure(OpAcquire, r.catalogs(), err)
+		}
+		return linkedLockID, nil
+	}
+}
+
+// Discard removes a lock whatever its state and transaction: the router's
+// clean-up when the default catalog's part of a combined lock was refused or
+// is gone (its transaction aborted, the metastore's lock expired). An id that
+// names no lock is not an error.
+func (s *Shim) Discard(ctx context.Context, lockID int64) error {
+	r, err := s.store.Get(ctx, lockID)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return s.storeFailure(OpUnlock, nil, err)
+	}
+	err = s.store.Delete(ctx, r, false)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return s.storeFailure(OpUnlock, r.catalogs(), err)
+	}
+	s.metrics.addActive(s.mode, -1)
+	s.eachCatalog(OpUnlock, r, ResultOK)
+	return nil
 }
 
 // decide judges a record against every earlier lock and writes the outcome
 // (state, heartbeat) with compare-and-set, re-reading when it lost the race.
-func (s *Shim) decide(ctx context.Context, r *Record, atLock, zeroWait, exclCTAS bool) (*thriftgen.LockResponse, error) {
+func (s *Shim) decide(ctx context.Context, r *Record, atLock, zeroWait, exclCTAS bool) (*thriftgen.LockResponse, *Record, error) {
 	op := OpCheckLock
 	if atLock {
 		op = OpAcquire
@@ -339,10 +454,10 @@ func (s *Shim) decide(ctx context.Context, r *Record, atLock, zeroWait, exclCTAS
 			var err error
 			r, err = s.store.Get(ctx, id)
 			if errors.Is(err, ErrNotFound) {
-				return nil, noSuchLock(id)
+				return nil, nil, noSuchLock(id)
 			}
 			if err != nil {
-				return nil, s.storeFailure(op, nil, err)
+				return nil, nil, s.storeFailure(op, nil, err)
 			}
 		}
 		granted := r.State == stateAcquired || s.atOnce
@@ -351,7 +466,7 @@ func (s *Shim) decide(ctx context.Context, r *Record, atLock, zeroWait, exclCTAS
 		if !granted {
 			earlier, err := s.store.List(ctx, r.ID)
 			if err != nil {
-				return nil, s.storeFailure(op, r.catalogs(), err)
+				return nil, nil, s.storeFailure(op, r.catalogs(), err)
 			}
 			var found bool
 			blockedBy, blockedComp, found = s.rules.blocker(r, earlier, zeroWait)
@@ -359,7 +474,8 @@ func (s *Shim) decide(ctx context.Context, r *Record, atLock, zeroWait, exclCTAS
 		}
 		if !granted && atLock && r.TxnID != 0 &&
 			(exclCTAS || (zeroWait && blockedComp.Type == thriftgen.LockType_SHARED_READ)) {
-			return s.refuse(ctx, r, blockedBy, exclCTAS)
+			resp, err := s.refuse(ctx, r, blockedBy, exclCTAS)
+			return resp, r, err
 		}
 		now := s.now().UnixMilli()
 		changed := !atLock // check_lock always heartbeats
@@ -376,17 +492,17 @@ func (s *Shim) decide(ctx context.Context, r *Record, atLock, zeroWait, exclCTAS
 				continue
 			}
 			if errors.Is(err, ErrNotFound) {
-				return nil, noSuchLock(r.ID)
+				return nil, nil, noSuchLock(r.ID)
 			}
 			if err != nil {
-				return nil, s.storeFailure(op, r.catalogs(), err)
+				return nil, nil, s.storeFailure(op, r.catalogs(), err)
 			}
 		}
 		state := thriftgen.LockState_WAITING
 		if granted {
 			state = thriftgen.LockState_ACQUIRED
 		}
-		return &thriftgen.LockResponse{Lockid: r.ID, State: state}, nil
+		return &thriftgen.LockResponse{Lockid: r.ID, State: state}, r, nil
 	}
 }
 
@@ -406,21 +522,28 @@ func (s *Shim) refuse(ctx context.Context, r, blockedBy *Record, exclCTAS bool) 
 // Unlock releases a lock. As in Hive, a granted lock of a transaction is not
 // unlocked but released with its transaction (TxnOpenException); a waiting one may be.
 func (s *Shim) Unlock(ctx context.Context, lockID int64) error {
+	_, err := s.UnlockLinked(ctx, lockID)
+	return err
+}
+
+// UnlockLinked is Unlock that also describes the released lock: for a combined
+// lock the caller unlocks the default catalog's part (Held.LinkedLockID) too.
+func (s *Shim) UnlockLinked(ctx context.Context, lockID int64) (Held, error) {
 	for attempt := 0; ; attempt++ {
 		r, err := s.store.Get(ctx, lockID)
 		if errors.Is(err, ErrNotFound) {
 			s.metrics.event(OpUnlock, "unknown", s.mode, ResultNoSuchLock)
-			return noSuchLock(lockID)
+			return Held{}, noSuchLock(lockID)
 		}
 		if err != nil {
-			return s.storeFailure(OpUnlock, nil, err)
+			return Held{}, s.storeFailure(OpUnlock, nil, err)
 		}
 		if attempt == 0 {
 			s.noteHandoff(OpUnlock, r)
 		}
 		if r.TxnID != 0 && r.State == stateAcquired {
 			s.eachCatalog(OpUnlock, r, ResultTxnOpen)
-			return &thriftgen.TxnOpenException{Message: fmt.Sprintf(
+			return heldOf(r), &thriftgen.TxnOpenException{Message: fmt.Sprintf(
 				"Unlocking locks associated with transaction not permitted: lockid:%d belongs to txnid:%d and is "+
 					"released by commit_txn or abort_txn", lockID, r.TxnID)}
 		}
@@ -430,14 +553,14 @@ func (s *Shim) Unlock(ctx context.Context, lockID int64) error {
 		}
 		if errors.Is(err, ErrNotFound) {
 			s.eachCatalog(OpUnlock, r, ResultNoSuchLock)
-			return noSuchLock(lockID)
+			return Held{}, noSuchLock(lockID)
 		}
 		if err != nil {
-			return s.storeFailure(OpUnlock, r.catalogs(), err)
+			return Held{}, s.storeFailure(OpUnlock, r.catalogs(), err)
 		}
 		s.metrics.addActive(s.mode, -1)
 		s.eachCatalog(OpUnlock, r, ResultOK)
-		return nil
+		return heldOf(r), nil
 	}
 }
 
@@ -447,42 +570,54 @@ func (s *Shim) Unlock(ctx context.Context, lockID int64) error {
 // NoSuchLockException; a transaction without shim locks is not an error (its
 // heartbeat is the default catalog's business).
 func (s *Shim) Heartbeat(ctx context.Context, lockID, txnID int64) error {
+	_, err := s.HeartbeatLinked(ctx, lockID, txnID)
+	return err
+}
+
+// HeartbeatLinked is Heartbeat that also describes the lock lockID when it is
+// a shim id: for a combined lock the caller heartbeats the default catalog's
+// part (Held.LinkedLockID) too.
+func (s *Shim) HeartbeatLinked(ctx context.Context, lockID, txnID int64) (Held, error) {
+	var held Held
 	if IsShimLockID(lockID) {
-		if err := s.touch(ctx, lockID, true); err != nil {
-			return err
+		r, err := s.touch(ctx, lockID, true)
+		if err != nil {
+			return Held{}, err
 		}
+		held = heldOf(r)
 	}
 	if txnID == 0 {
-		return nil
+		return held, nil
 	}
 	ids, err := s.store.TxnLocks(ctx, txnID)
 	if err != nil {
-		return s.storeFailure(OpHeartbeat, nil, err)
+		return held, s.storeFailure(OpHeartbeat, nil, err)
 	}
 	for _, id := range ids {
 		if id == lockID {
 			continue
 		}
-		if err := s.touch(ctx, id, false); err != nil {
-			return err
+		if _, err := s.touch(ctx, id, false); err != nil {
+			return held, err
 		}
 	}
-	return nil
+	return held, nil
 }
 
-// touch moves a lock's heartbeat to now.
-func (s *Shim) touch(ctx context.Context, id int64, mustExist bool) error {
+// touch moves a lock's heartbeat to now and returns the record (nil when it
+// was gone and need not exist).
+func (s *Shim) touch(ctx context.Context, id int64, mustExist bool) (*Record, error) {
 	for attempt := 0; ; attempt++ {
 		r, err := s.store.Get(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			if !mustExist {
-				return nil // released meanwhile; the sweep drops its index entry
+				return nil, nil // released meanwhile; the sweep drops its index entry
 			}
 			s.metrics.event(OpHeartbeat, "unknown", s.mode, ResultNoSuchLock)
-			return noSuchLock(id)
+			return nil, noSuchLock(id)
 		}
 		if err != nil {
-			return s.storeFailure(OpHeartbeat, nil, err)
+			return nil, s.storeFailure(OpHeartbeat, nil, err)
 		}
 		if attempt == 0 {
 			s.noteHandoff(OpHeartbeat, r)
@@ -494,16 +629,16 @@ func (s *Shim) touch(ctx context.Context, id int64, mustExist bool) error {
 		}
 		if errors.Is(err, ErrNotFound) {
 			if !mustExist {
-				return nil
+				return nil, nil
 			}
 			s.eachCatalog(OpHeartbeat, r, ResultNoSuchLock)
-			return noSuchLock(id)
+			return nil, noSuchLock(id)
 		}
 		if err != nil {
-			return s.storeFailure(OpHeartbeat, r.catalogs(), err)
+			return nil, s.storeFailure(OpHeartbeat, r.catalogs(), err)
 		}
 		s.eachCatalog(OpHeartbeat, r, ResultOK)
-		return nil
+		return r, nil
 	}
 }
 

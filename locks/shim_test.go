@@ -437,6 +437,10 @@ func TestBadRequests(t *testing.T) {
 	if _, err := New(Options{Store: NewMemoryStore(), Rules: RulesHive4, TxnTimeout: -time.Second}); err == nil {
 		t.Error("negative timeout accepted")
 	}
+	// a transactional component without a transaction is a plain lock (PyIceberg sends it)
+	if r := mustLock(t, s, part("cat2", lockReq(0, tx))); r.State != thriftgen.LockState_ACQUIRED {
+		t.Fatal(r.State)
+	}
 	// EXCL_WRITE under Hive 3 is held as EXCLUSIVE, not refused
 	if r := mustLock(t, s, part("cat2", lockReq(5, comp(EW, opInsert, "x", "y", "")))); r.State != thriftgen.LockState_ACQUIRED {
 		t.Fatal(r.State)
@@ -449,6 +453,8 @@ func TestEligible(t *testing.T) {
 	noFlag := comp(SR, opSelect, "sales", "orders", "")
 	noFlag.IsTransactional = nil // old clients do not send it: Java's default is false
 	dummy := comp(SR, opSelect, DummyDatabase, DummyTable, "")
+	icebergPy := comp(EX, opNoTxn, "sales", "ice", "")
+	icebergPy.OperationType, icebergPy.IsTransactional = nil, ptr(true)
 	for name, tc := range map[string]struct {
 		parts []Request
 		ok    bool
@@ -459,6 +465,8 @@ func TestEligible(t *testing.T) {
 		"non-ACID insert":        {[]Request{part("cat2", lockReq(1, dummy, comp(EX, opInsert, "s", "t", "")))}, true},
 		"isTransactional absent": {[]Request{part("cat2", lockReq(1, noFlag))}, true},
 		"ACID write":             {[]Request{part("cat2", lockReq(1, tx))}, false},
+		// PyIceberg's commit lock: EXCLUSIVE, TABLE, isTransactional=true, no transaction
+		"transactional flag without a transaction": {[]Request{part("cat2", lockReq(0, icebergPy))}, true},
 		"ACID part of a two-catalog read": {[]Request{part("cat2", lockReq(1, comp(SR, opSelect, "s", "t", ""))),
 			part("cat3", lockReq(1, tx))}, false},
 		"only the placeholder": {[]Request{part("cat2", lockReq(1, dummy))}, false},

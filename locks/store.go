@@ -82,6 +82,9 @@ type Store interface {
 	// Sweep removes records whose last heartbeat is older than timeout at now,
 	// index entries whose record is gone, and empty transaction folders.
 	Sweep(ctx context.Context, now time.Time, timeout time.Duration) (SweepResult, error)
+	// Ping checks that the store answers (one cheap round trip for
+	// ZooKeeper; readiness reports it).
+	Ping(ctx context.Context) error
 	// Close releases the store's resources.
 	Close() error
 }
@@ -120,6 +123,9 @@ func NewMemoryStore() *MemoryStore {
 func (m *MemoryStore) Mode() string     { return ModeInMemory }
 func (m *MemoryStore) Describe() string { return "IN_MEMORY store" }
 func (m *MemoryStore) Close() error     { return nil }
+
+// Ping always succeeds: the store is this process.
+func (m *MemoryStore) Ping(context.Context) error { return nil }
 
 func (m *MemoryStore) fail(op string, err error) error {
 	return &StoreError{Store: m.Describe(), Op: op, Exception: exceptionOf(err), Err: err}

@@ -189,6 +189,25 @@ func (z *ZooKeeperStore) Describe() string {
 	return "ZOOKEEPER store " + z.opts.ConnectString + " znode " + z.opts.Znode
 }
 
+// Ping creates the tree if needed and reads the locks znode once (no retries:
+// it answers whether ZooKeeper answers now).
+func (z *ZooKeeperStore) Ping(ctx context.Context) error {
+	if _, err := z.init(ctx); err != nil {
+		return err
+	}
+	err := z.once(ctx, func() error {
+		ok, _, err := z.conn.Exists(z.locksPath)
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: %s is gone", errCorrupt, z.locksPath)
+		}
+		return err
+	})
+	if err != nil {
+		return z.fail("ping", err)
+	}
+	return nil
+}
+
 // Close ends the ZooKeeper session.
 func (z *ZooKeeperStore) Close() error {
 	z.closeOnce.Do(func() {

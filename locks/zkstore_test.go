@@ -98,6 +98,8 @@ func TestZooKeeperOutage(t *testing.T) {
 	wantStoreError("check_lock", err, 20*time.Second, began)
 	began = time.Now()
 	wantStoreError("unlock", s.Unlock(ctx, held.Lockid), 20*time.Second, began)
+	began = time.Now()
+	wantStoreError("ping", s.Ping(ctx), 10*time.Second, began)
 	if got := testutil.ToFloat64(m.failures.WithLabelValues(OpAcquire, labelZooKeeper, "ConnectionLossException")); got != 1 {
 		t.Fatalf("store failures{acquire, ConnectionLossException} = %v, want 1", got)
 	}
@@ -110,6 +112,9 @@ func TestZooKeeperOutage(t *testing.T) {
 		_, err := s.CheckLock(ctx, held.Lockid)
 		return err
 	})
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("ping after ZooKeeper came back: %v", err)
+	}
 	waiter := mustLock(t, s, part("cat2", write()))
 	if waiter.State != thriftgen.LockState_WAITING {
 		t.Fatalf("a second writer after the restart: %v, want WAITING behind the lock taken before", waiter.State)

@@ -1,13 +1,16 @@
 package monitoring
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/monitoring/promtest"
+	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -30,7 +33,6 @@ func exerciseAllMetrics(m *Metrics, i int) {
 	m.DefaultCatalogRouted("get_table")
 	m.FilteredObjects("get_all_tables", "catalog1", "table", 2)
 	m.SessionAcquireTimeout("catalog1", OperationBorrow)
-	m.LockRequestSplit("catalog2")
 	m.RateLimited("principal", "default", "lock", "acid_id_bound_lifecycle", "catalog1")
 	m.SetBackendSessions("catalog1", 1+i%3, 4)
 	m.FrontendConnectionOpened("primary")
@@ -75,6 +77,48 @@ func registerFeatureMetrics(reg prometheus.Registerer) func() {
 	}
 }
 
+// lockExercise drives the synthetic lock shim's metrics (registered on the
+// same registry, as app does) through two shims sharing one in-memory store:
+// acquire, a check and an unlock through the other instance (handoffs), a
+// store failure (a cancelled call), a split.
+type lockExercise struct {
+	m    *locks.Metrics
+	a, b *locks.Shim
+}
+
+func newLockExercise(t *testing.T, reg prometheus.Registerer) *lockExercise {
+	t.Helper()
+	m, err := locks.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := locks.NewMemoryStore()
+	mk := func(id string) *locks.Shim {
+		s, err := locks.New(locks.Options{Store: store, Rules: locks.RulesHive3, SweepInterval: -1, Metrics: m, InstanceID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	return &lockExercise{m: m, a: mk("replica-a"), b: mk("replica-b")}
+}
+
+func (e *lockExercise) run() {
+	ctx := context.Background()
+	tbl := "orders"
+	req := locks.Request{Catalog: "catalog2", Lock: &thriftgen.LockRequest{User: "u", Hostname: "h",
+		Component: []*thriftgen.LockComponent{{Type: thriftgen.LockType_SHARED_READ, Level: thriftgen.LockLevel_TABLE, Dbname: "sales", Tablename: &tbl}}}}
+	if resp, err := e.a.Lock(ctx, req); err == nil {
+		_, _ = e.b.CheckLock(ctx, resp.Lockid)
+		_ = e.b.Unlock(ctx, resp.Lockid)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, _ = e.a.Lock(cancelled, req)
+	e.m.LockRequestSplit("catalog1")
+}
+
 // exportedNames gathers a registry built by NewMetrics after every metric was
 // touched, and returns every metric name a PromQL query can select (with the
 // _bucket/_sum/_count series of histograms and summaries).
@@ -83,6 +127,7 @@ func exportedNames(t *testing.T) map[string]bool {
 	reg := prometheus.NewRegistry()
 	exerciseAllMetrics(NewMetrics(reg, testMethods), 0)
 	registerFeatureMetrics(reg)()
+	newLockExercise(t, reg).run()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -132,8 +177,7 @@ func TestDashboardUsesOnlyExportedMetrics(t *testing.T) {
 	// yet: their panels come back with the features (a panel that can only
 	// show "No data" would hide a real gap).
 	notBuilt := map[string]bool{
-		"hms_proxy_lock_request_split_total": true, // lock-request splitting (synthetic lock shim issue)
-		"hms_proxy_rate_limited_total":       true, // rate-limit.* (overload protection issue)
+		"hms_proxy_rate_limited_total": true, // rate-limit.* (overload protection issue)
 	}
 	for n := range exported {
 		if notBuilt[n] {
@@ -190,7 +234,8 @@ func TestDashboardModel(t *testing.T) {
 			t.Errorf("variable %s: allValue %q, want .* (queries use =~)", v.Name, v.AllValue)
 		}
 	}
-	for name, typ := range map[string]string{"datasource": "datasource", "catalog": "query", "backend": "query", "method": "query"} {
+	for name, typ := range map[string]string{"datasource": "datasource", "catalog": "query", "backend": "query", "method": "query",
+		"store_mode": "query"} {
 		if vars[name] != typ {
 			t.Errorf("template variable %s: want type %s, got %q", name, typ, vars[name])
 		}
@@ -225,7 +270,8 @@ func TestDashboardModel(t *testing.T) {
 		"Top 10 methods by request rate", "Backend failures", "Compatibility fallbacks",
 		"Default-catalog routing", "Ambiguous routing refusals", "Filtered objects",
 		"Session acquire timeouts", "Backend sessions", "Memory", "View SQL rewrites", "View references left unchanged",
-		"Iceberg pointer guard", "External table purges"} {
+		"Iceberg pointer guard", "External table purges", "Synthetic lock events", "Active synthetic locks",
+		"Synthetic lock handoffs", "Synthetic lock store failures", "Synthetic lock store", "Lock request splits"} {
 		if !titles[want] {
 			t.Errorf("dashboard lacks panel %q", want)
 		}
@@ -244,6 +290,8 @@ func TestDashboardExpressionsReturnDataFromRealPrometheus(t *testing.T) {
 	exerciseAllMetrics(m, 0)
 	features := registerFeatureMetrics(reg)
 	features()
+	lx := newLockExercise(t, reg)
+	lx.run()
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { // steady traffic so rates and quantiles are non-trivial
@@ -255,6 +303,7 @@ func TestDashboardExpressionsReturnDataFromRealPrometheus(t *testing.T) {
 			case <-time.After(100 * time.Millisecond):
 				exerciseAllMetrics(m, i)
 				features()
+				lx.run()
 			}
 		}
 	}()

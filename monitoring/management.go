@@ -120,6 +120,27 @@ type TokenStoreSource interface {
 	TokenStoreStatus() *TokenStoreStatus
 }
 
+// LockStoreStatus is the /readyz "syntheticLockStore" section: the synthetic
+// lock shim's store as the last probe found it.
+type LockStoreStatus struct {
+	Mode                 string `json:"mode"`  // IN_MEMORY or ZOOKEEPER
+	Store                string `json:"store"` // e.g. "ZOOKEEPER store zk1:2181 znode /hms-proxy-synthetic-read-locks"
+	Reachable            bool   `json:"reachable"`
+	LastProbeEpochSecond int64  `json:"lastProbeEpochSecond"`
+	LastError            string `json:"lastError,omitempty"`
+}
+
+// LockStoreSource may additionally be implemented by a ReadinessSource whose
+// ProbeBackends also probes the synthetic lock store; ok is false when there
+// is no shim (one catalog). An unreachable store is reported, not a reason to
+// be NOT_READY: every replica shares it, so failing readiness would take all
+// of them out of the load balancer at once, while the default catalog's
+// traffic and all metadata calls still work; the lock calls of non-default
+// catalogs fail with a message naming the store meanwhile.
+type LockStoreSource interface {
+	LockStoreStatus() (LockStoreStatus, bool)
+}
+
 // ManagementConfig configures the management listener (management.* keys).
 type ManagementConfig struct {
 	BindHost string
@@ -442,6 +463,7 @@ type readyzResponse struct {
 	Backends   map[string]backendJSON `json:"backends"`
 	Kerberos   KerberosReport         `json:"kerberos"`
 	TokenStore *TokenStoreStatus      `json:"tokenStore,omitempty"`
+	LockStore  *LockStoreStatus       `json:"syntheticLockStore,omitempty"`
 }
 
 // probeResult returns the completion time of the probe data to answer from,
@@ -569,6 +591,11 @@ func (m *Management) serveReadyz(w http.ResponseWriter, r *http.Request) {
 	}
 	if ts, ok := m.src.(TokenStoreSource); ok {
 		resp.TokenStore = ts.TokenStoreStatus()
+	}
+	if ls, ok := m.src.(LockStoreSource); ok {
+		if st, on := ls.LockStoreStatus(); on {
+			resp.LockStore = &st
+		}
 	}
 
 	var reasons []string

@@ -419,3 +419,40 @@ func TestShutdownCancelsHangingProbe(t *testing.T) {
 		t.Fatalf("shutdown: %v", err)
 	}
 }
+
+// lockStoreSource is a readiness source with a synthetic lock store.
+type lockStoreSource struct {
+	*fakeSource
+	st LockStoreStatus
+}
+
+func (l *lockStoreSource) LockStoreStatus() (LockStoreStatus, bool) { return l.st, true }
+
+// /readyz shows the synthetic lock store; an unreachable store is shown, not a
+// reason to leave the load balancer (every replica shares it).
+func TestReadyzShowsTheLockStore(t *testing.T) {
+	src := &lockStoreSource{fakeSource: newFakeSource(BackendState{Catalog: "catalog1", Connected: true}),
+		st: LockStoreStatus{Mode: "ZOOKEEPER", Store: "ZOOKEEPER store zk1:2181 znode /l", Reachable: false,
+			LastProbeEpochSecond: 1700000000, LastError: "synthetic lock ZOOKEEPER store zk1:2181 znode /l: ping failed: no server"}}
+	_, base := startManagement(t, ManagementConfig{}, src)
+	resp, err := client.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status    string          `json:"status"`
+		LockStore LockStoreStatus `json:"syntheticLockStore"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || body.Status != StatusReady || body.LockStore != src.st {
+		t.Fatalf("/readyz %d %+v, want READY with the store %+v", resp.StatusCode, body, src.st)
+	}
+	// Without a shim there is no section.
+	_, plain := startManagement(t, ManagementConfig{}, newFakeSource(BackendState{Catalog: "catalog1", Connected: true}))
+	if _, text := get(t, plain+"/readyz", 10*time.Second); strings.Contains(text, "syntheticLockStore") {
+		t.Fatalf("a proxy without a shim shows a lock store: %s", text)
+	}
+}

@@ -55,7 +55,6 @@ const (
 	MetricBackendFallbackTotal        = "hms_proxy_backend_fallback_total"
 	MetricRoutingAmbiguousTotal       = "hms_proxy_routing_ambiguous_total"
 	MetricDefaultCatalogRoutedTotal   = "hms_proxy_default_catalog_routed_total"
-	MetricLockRequestSplitTotal       = "hms_proxy_lock_request_split_total"
 	MetricRateLimitedTotal            = "hms_proxy_rate_limited_total"
 	MetricFilteredObjectsTotal        = "hms_proxy_filtered_objects_total"
 	MetricSessionAcquireTimeoutsTotal = "hms_proxy_backend_session_acquire_timeouts_total"
@@ -84,7 +83,6 @@ type Metrics struct {
 	backendFallback   *prometheus.CounterVec
 	routingAmbiguous  prometheus.Counter
 	defaultCatalog    *prometheus.CounterVec
-	lockSplit         *prometheus.CounterVec
 	rateLimited       *prometheus.CounterVec
 	filtered          *prometheus.CounterVec
 	acquireTimeouts   *prometheus.CounterVec
@@ -154,10 +152,6 @@ func NewMetrics(reg prometheus.Registerer, methods []string) *Metrics {
 		Name: MetricDefaultCatalogRoutedTotal,
 		Help: "Requests sent to the default catalog because they carried no explicit catalog namespace, by method.",
 	}, []string{"method"})
-	m.lockSplit = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricLockRequestSplitTotal,
-		Help: "Lock requests that named several catalogs and were sent to one of them with the other catalogs' components removed, by the catalog that received them.",
-	}, []string{"catalog"})
 	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: MetricRateLimitedTotal,
 		Help: "Requests rejected by overload protection, by limiting dimension, configured scope, method, method family and resolved catalog.",
@@ -194,7 +188,7 @@ func NewMetrics(reg prometheus.Registerer, methods []string) *Metrics {
 
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.backendFailures, m.backendFallback,
-			m.routingAmbiguous, m.defaultCatalog, m.lockSplit, m.rateLimited, m.filtered,
+			m.routingAmbiguous, m.defaultCatalog, m.rateLimited, m.filtered,
 			m.acquireTimeouts, m.backendSessions, m.frontendConns, m.badFrames,
 			m.frontendRefused, m.frontendInFlight)
 		for _, c := range []prometheus.Collector{
@@ -324,14 +318,6 @@ func (m *Metrics) SessionAcquireTimeout(catalog, operation string) {
 		return
 	}
 	m.acquireTimeouts.WithLabelValues(validLabel(catalog), validLabel(operation)).Inc()
-}
-
-// LockRequestSplit counts a multi-catalog lock request narrowed to catalog.
-func (m *Metrics) LockRequestSplit(catalog string) {
-	if m == nil {
-		return
-	}
-	m.lockSplit.WithLabelValues(validLabel(catalog)).Inc()
 }
 
 // RateLimited counts a request rejected by overload protection. dimension is

@@ -59,7 +59,6 @@ func TestMetricsNamesLabelsAndValues(t *testing.T) {
 	m.FilteredObjects("get_all_tables", "catalog1", "table", 2)
 	m.FilteredObjects("get_all_tables", "catalog1", "table", 0)
 	m.SessionAcquireTimeout("catalog1", OperationBorrow)
-	m.LockRequestSplit("catalog2")
 	m.RateLimited("principal", "default", "get_table", "metadata_read", "catalog1")
 	m.SetBackendSessions("catalog1", 3, 5)
 	m.FrontendConnectionOpened("primary")
@@ -83,7 +82,6 @@ func TestMetricsNamesLabelsAndValues(t *testing.T) {
 		"hms_proxy_default_catalog_routed_total{method=get_table}":                                                                      1,
 		"hms_proxy_filtered_objects_total{method=get_all_tables,catalog=catalog1,object_type=table}":                                    2,
 		"hms_proxy_backend_session_acquire_timeouts_total{catalog=catalog1,operation=borrow}":                                           1,
-		"hms_proxy_lock_request_split_total{catalog=catalog2}":                                                                          1,
 		"hms_proxy_rate_limited_total{dimension=principal,scope=default,method=get_table,method_family=metadata_read,catalog=catalog1}": 1,
 		"hms_proxy_backend_sessions{catalog=catalog1,state=active}":                                                                     3,
 		"hms_proxy_backend_sessions{catalog=catalog1,state=idle}":                                                                       5,
@@ -187,7 +185,6 @@ func TestNilMetricsIsNoop(t *testing.T) {
 	m.DefaultCatalogRouted("x")
 	m.FilteredObjects("x", "c", "table", 1)
 	m.SessionAcquireTimeout("c", OperationBorrow)
-	m.LockRequestSplit("c")
 	m.RateLimited("a", "b", "c", "d", "e")
 	m.SetBackendSessions("c", 1, 1)
 	m.FrontendConnectionOpened("f")

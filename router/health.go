@@ -13,6 +13,10 @@ import (
 // getStatus call over a pooled session (monitoring.ReadinessSource).
 func (r *Router) ProbeBackends(ctx context.Context) {
 	var wg sync.WaitGroup
+	if r.shim != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.probeLockStore(ctx) }()
+	}
 	for _, cat := range r.ns.Catalogs() {
 		b := r.backends[cat]
 		wg.Add(1)

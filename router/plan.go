@@ -27,6 +27,10 @@ type Plan struct {
 	Writes        bool         // access modes apply
 	Mode          compat.Mode  // how the call meets the target's runtime
 	Adapter       *compat.Adapter
+	// SplitLock: a lock naming several catalogs; the lock shim splits it by
+	// catalog and judges each part's access mode (Target is the default
+	// catalog, Writes false, DBs empty).
+	SplitLock bool
 
 	// PlanFanOut
 	Legs  []Leg
@@ -150,6 +154,9 @@ func (p *Plan) String() string {
 		}
 		if p.Writes {
 			b.WriteString(" writes")
+		}
+		if p.SplitLock {
+			b.WriteString(" split-lock")
 		}
 		if len(p.Patches) > 0 {
 			fmt.Fprintf(&b, " rewrites=%d", len(p.Patches))
@@ -375,7 +382,7 @@ func (a *argVisitor) Visit(s *wire.Span) error {
 		if internal := ns.internalRef(ref, db); internal != val {
 			p.Patches = append(p.Patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, internal)})
 		}
-		if db != "" && s.Role == RoleDB {
+		if db != "" && s.Role == RoleDB && !strings.EqualFold(db, dummyDatabase) {
 			p.DBs = append(p.DBs, db)
 		}
 	case RoleCatalog:
@@ -433,6 +440,10 @@ func (r *Router) planSingle(req *request) {
 		return
 	}
 	cat, explicit, conflict := rt.resolve(r.ns.Default())
+	if conflict != nil && spec.Name == "lock" && r.shim != nil {
+		r.planSplitLock(req) // a lock is split by catalog, not refused
+		return
+	}
 	if conflict != nil {
 		p.Kind, p.Refusal = PlanRefuse, refusal(RefuseMeta, "ambiguous",
 			"%s is ambiguous: the request names catalogs %s; hms-proxy routes a call to exactly one catalog and does not guess (a database name without a catalog prefix belongs to the default catalog %s)",
@@ -446,6 +457,10 @@ func (r *Router) planSingle(req *request) {
 			return
 		}
 		p.DefaultRouted = true
+	}
+	if ref := r.acidRefusal(req, cat); ref != nil {
+		p.Kind, p.Refusal = PlanRefuse, ref
+		return
 	}
 	p.Kind, p.Target = PlanSingle, cat
 	p.Writes = spec.IsWrite() && writesData(spec, m.Body())

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -21,6 +22,7 @@ func testRouter(t *testing.T, extra ...string) *Router {
 		"catalog.catalog2.conf.hive.metastore.uris": "thrift://127.0.0.1:2",
 		"catalog.catalog3.conf.hive.metastore.uris": "thrift://127.0.0.1:3",
 		"catalog.catalog3.runtime-profile":          "APACHE_4_1_0",
+		"synthetic-read-lock.store.mode":            "IN_MEMORY",
 	}
 	for _, kv := range extra {
 		k, v, _ := strings.Cut(kv, "=")
@@ -30,7 +32,14 @@ func testRouter(t *testing.T, extra ...string) *Router {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Options{Config: cfg})
+	// As app builds it with several catalogs: the synthetic lock shim serves
+	// the locks of non-default catalogs (in memory here).
+	shim, err := locks.New(locks.Options{Store: locks.NewMemoryStore(), Rules: locks.RulesHive3, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shim.Close() })
+	r, err := New(Options{Config: cfg, Locks: shim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,6 +159,11 @@ func TestPlannerOverEveryMethodRow(t *testing.T) {
 				if spec.Unrouted != Refuse || hasDB {
 					t.Errorf("%s refused as namespace-less: %s", m.Name, p.Refusal.Message)
 				}
+			case "non_default_acid": // write ids exist only in the default catalog (acid.go)
+				if !writeIDMethods[m.Name] && !pinnedMethods[m.Name] {
+					t.Errorf("%s refused as an ACID call on catalog2: %s", m.Name, p.Refusal.Message)
+				}
+
 			default:
 				t.Errorf("%s: unexpected refusal %s", m.Name, p)
 			}
@@ -219,11 +233,14 @@ func lockReq(comps ...[2]string) wire.Value {
 
 // Issue 10, A2: a name without a catalog prefix is a hint for the default
 // catalog; names resolving to two catalogs are refused, not routed to the
-// one that happened to be prefixed.
+// one that happened to be prefixed. A lock is the exception (issue 11): it is
+// split by catalog.
 func TestPlannerRefusesNamesOfTwoCatalogs(t *testing.T) {
 	r := testRouter(t)
-	expectRefusal(t, "lock", planOf(t, r, "lock", lockReq([2]string{"sales", "orders"}, [2]string{"catalog2__sales", "x"})),
-		"ambiguous", "catalog2", "catalog1")
+	if p := planOf(t, r, "lock", lockReq([2]string{"sales", "orders"}, [2]string{"catalog2__sales", "x"})); p.Kind != PlanSingle ||
+		!p.SplitLock || p.Target != r.ns.Default() || p.Writes || len(p.DBs) != 0 {
+		t.Fatalf("a lock over catalog1 and catalog2: want a split lock, got %s", p)
+	}
 	gv := wire.Struct(wire.Field{ID: 1, V: wire.Struct(wire.Field{ID: 1, V: wire.List(wire.TString, wire.Str("sales.orders"), wire.Str("catalog2__sales.x"))})})
 	expectRefusal(t, "get_valid_write_ids", planOf(t, r, "get_valid_write_ids", gv), "ambiguous")
 	ex := wire.Struct(wire.Field{ID: 1, V: wire.Value{Type: wire.TMap, KeyType: wire.TString, ElemType: wire.TString}},

@@ -20,6 +20,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
@@ -43,6 +44,11 @@ type Options struct {
 	// mode and exposure, just before the executor (guards, lock shim,
 	// breakers). See chain.go.
 	Outer, Inner []Middleware
+	// Locks is the synthetic lock shim of the non-default catalogs (see
+	// locks.go); nil: a lock on another catalog than the default is refused.
+	Locks *locks.Shim
+	// LockMetrics counts lock-request splits (nil: not counted).
+	LockMetrics *locks.Metrics
 	// Dials override Dial per catalog name (outbound Kerberos). See security.go.
 	Dials map[string]func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Local methods the proxy answers itself (delegation tokens), by name;
@@ -75,6 +81,11 @@ type Router struct {
 	trace    Tracer
 	chain    Handler
 	logs     *logLimiter
+
+	shim        *locks.Shim
+	lockMetrics *locks.Metrics
+	lockStore   lockStoreState
+	tablePaths  map[string][][]int16 // create_table*/alter_table*: where their Tables are (ACID policy)
 	locals   map[string]LocalHandler
 	users    map[*Catalog]*userPools
 }
@@ -102,7 +113,11 @@ func New(opt Options) (*Router, error) {
 		return nil, err
 	}
 	r := &Router{table: table, backends: map[*Catalog]*Backend{}, policies: map[*Catalog]*Policy{}, runtimes: map[*Catalog]*compat.Runtime{}, dialects: map[*Catalog]*compat.Dialect{}, guards: map[*Catalog]*compat.Guard{},
-		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: int(cfg.Server.MaxMessageSize), trace: opt.Tracer}
+		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: int(cfg.Server.MaxMessageSize), trace: opt.Tracer,
+		shim: opt.Locks, lockMetrics: opt.LockMetrics, tablePaths: ddlTablePaths()}
+	if err := tableFieldIDs(); err != nil {
+		return nil, err
+	}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -182,6 +197,9 @@ func New(opt Options) (*Router, error) {
 		return nil, err
 	}
 	mws = append(mws, r.accessMode, r.exposure, tables.middleware)
+	if r.shim != nil {
+		mws = append(mws, r.lockShim)
+	}
 	mws = append(mws, opt.Inner...)
 	r.chain = compose(r.execute, mws...)
 	r.locals = opt.Local
@@ -281,6 +299,7 @@ type request struct {
 	out  []byte // the client's answer
 
 	catalog       string
+	backend       string // backend label when it is not the catalog's (the synthetic lock shim)
 	fanout        bool
 	routed        bool
 	defaultRouted bool
@@ -357,6 +376,9 @@ func (r *Router) finish(req *request, d time.Duration) {
 		method = "other"
 	}
 	catalog, backend := req.catalog, req.catalog
+	if req.backend != "" {
+		backend = req.backend
+	}
 	if req.fanout {
 		catalog, backend = "all", "fanout"
 	}

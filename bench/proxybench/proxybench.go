@@ -66,6 +66,9 @@ func Props(c ProxyConfig) map[string]string {
 	}
 	p["catalogs"] = strings.Join(names, ",")
 	p["routing.default-catalog"] = "catalog1"
+	if len(names) > 1 {
+		p["synthetic-read-lock.store.mode"] = "IN_MEMORY" // one proxy instance
+	}
 	for k, v := range c.Extra {
 		p[k] = v
 	}

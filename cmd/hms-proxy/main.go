@@ -5,6 +5,7 @@
 //	hms-proxy check-config FILE     validate FILE and print the effective configuration
 //	hms-proxy version               print the version and build information (also --version)
 //	hms-proxy help [COMMAND]        print usage on standard output (also -h, --help)
+//	hms-proxy smoke MODE [flags]    the manual HMS smoke client (tools/smoke): txn, lock, notification
 package main
 
 import (
@@ -21,6 +22,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/app"
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/tools/smoke"
 )
 
 // Exit statuses of the dispatcher; serve also exits 1 when the proxy
@@ -66,10 +68,45 @@ func commands() []command {
 				currentBuildInfo().write(stdout)
 				return exitOK
 			}},
+		{name: "smoke", synopsis: "txn|lock|notification [flags]", nargs: anyArgs, ownHelp: true,
+			summary: "the manual HMS smoke client: direct metastore RPCs against a proxy or a metastore",
+			run: func(args []string, stdout, stderr io.Writer) int {
+				if len(args) == 0 || isHelpFlag(args[0]) || args[0] == "help" {
+					fmt.Fprint(stdout, smokeUsage)
+					if len(args) == 0 {
+						return exitUsage
+					}
+					return exitOK
+				}
+				return smoke.Run(args, stdout, stderr)
+			}},
 		{name: "help", synopsis: "[COMMAND]", nargs: anyArgs,
 			summary: "print this help, or a command's (also: -h, --help)"},
 	}
 }
+
+const smokeUsage = `usage: hms-proxy smoke txn|lock|notification --uri thrift://HOST:PORT [flags]
+
+The manual HMS smoke client: direct metastore RPCs against a proxy or a metastore,
+one line per call ("ok"/"FAIL", name, milliseconds, detail). Exit 0 when every
+call behaved, 1 when one failed, 2 on bad arguments.
+
+modes:
+  txn            open_txns, allocate_table_write_ids, lock, check_lock,
+                 get_valid_write_ids, commit_txn on a transactional table
+                 (--db, --table; the default catalog's, as ACID tables are)
+  lock           open_txns, lock, check_lock, [heartbeat], [unlock], then
+                 commit_txn, abort_txn or nothing (--close-txn); the shortest way
+                 to exercise the synthetic lock shim of a non-default catalog:
+                   hms-proxy smoke lock --uri thrift://proxy:9083 --db catalog2__sales \
+                     --lock-type SHARED_READ --lock-level DB --operation-type NO_TXN
+  notification   add_write_notification_log (Hive 4 and Hortonworks metastores)
+
+A txn or lock run that fails after open_txns aborts its transaction before it
+exits, also with --close-txn none.
+
+hms-proxy smoke MODE --help lists the flags of a mode.
+`
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))

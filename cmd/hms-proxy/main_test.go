@@ -38,6 +38,7 @@ server.port=%d
 management.port=%d
 catalogs=catalog1,catalog2
 routing.default-catalog=catalog1
+synthetic-read-lock.store.mode=IN_MEMORY
 catalog.catalog1.conf.hive.metastore.uris=thrift://127.0.0.1:1
 catalog.catalog2.conf.hive.metastore.uris=thrift://127.0.0.1:2
 catalog.catalog2.access-mode=read_only

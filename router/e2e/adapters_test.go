@@ -904,13 +904,17 @@ func baseAdapterRows() []adapterRow {
 			}
 		}},
 		{name: "get_max_allocated_table_write_id", method: "get_max_allocated_table_write_id", run: func(t *testing.T, e *adapterEnv) {
-			mkTable(t, e.direct, e.db, "t1")
-			open, err := e.direct.OpenTxns(ctx(t), &thriftgen.OpenTxnRequest{NumTxns: 2, User: "e2e", Hostname: "localhost"})
+			// Write ids exist only in the default catalog (issue 11): the
+			// downgrade is the default catalog's, a Hive 3.1.3 metastore here.
+			db1 := uniq("ad1")
+			mkDB(t, e.direct1, db1)
+			mkTable(t, e.direct1, db1, "t1")
+			open, err := e.direct1.OpenTxns(ctx(t), &thriftgen.OpenTxnRequest{NumTxns: 2, User: "e2e", Hostname: "localhost"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = e.direct.AbortTxns(ctx(t), &thriftgen.AbortTxnsRequest{TxnIds: open.TxnIds}) })
-			alloc, err := e.direct.AllocateTableWriteIds(ctx(t), &thriftgen.AllocateTableWriteIdsRequest{DbName: e.db, TableName: "t1", TxnIds: open.TxnIds})
+			t.Cleanup(func() { _ = e.direct1.AbortTxns(ctx(t), &thriftgen.AbortTxnsRequest{TxnIds: open.TxnIds}) })
+			alloc, err := e.direct1.AllocateTableWriteIds(ctx(t), &thriftgen.AllocateTableWriteIdsRequest{DbName: db1, TableName: "t1", TxnIds: open.TxnIds})
 			if err != nil || len(alloc.TxnToWriteIds) != 2 {
 				t.Fatalf("allocate_table_write_ids: %+v %v", alloc, err)
 			}
@@ -920,12 +924,16 @@ func baseAdapterRows() []adapterRow {
 					max = w.WriteId
 				}
 			}
-			res, err := e.c4.GetMaxAllocatedTableWriteId(ctx(t), &thriftgen.MaxAllocatedTableWriteIdRequest{DbName: e.ext(), TableName: "t1"})
+			e.tap1.Reset()
+			res, err := e.c4.GetMaxAllocatedTableWriteId(ctx(t), &thriftgen.MaxAllocatedTableWriteIdRequest{DbName: db1, TableName: "t1"})
 			if err != nil || res.MaxWriteId != max {
 				t.Fatalf("get_max_allocated_table_write_id = %+v %v, the backend allocated up to %d", res, err, max)
 			}
-			calls := e.backendSaw(t, e.tap2, "get_max_allocated_table_write_id", "", "get_valid_write_ids")
-			adSame(t, "fullTableNames", adStrList(adAt(&calls[0].Args, 1, 1)), []string{e.db + ".t1"})
+			calls := e.backendSaw(t, e.tap1, "get_max_allocated_table_write_id", "", "get_valid_write_ids")
+			adSame(t, "fullTableNames", adStrList(adAt(&calls[0].Args, 1, 1)), []string{db1 + ".t1"})
+			// On catalog2 the call is refused, naming the catalog.
+			_, err = e.c4.GetMaxAllocatedTableWriteId(ctx(t), &thriftgen.MaxAllocatedTableWriteIdRequest{DbName: e.ext(), TableName: "t1"})
+			metaErr(t, err, "get_max_allocated_table_write_id", "catalog2", "write ids")
 		}},
 		{name: "get_table_names_by_filter with Hive 4 name filter", method: "get_table_names_by_filter", run: func(t *testing.T, e *adapterEnv) {
 			for _, n := range []string{"t_a", "t_b", "other"} {
@@ -988,17 +996,23 @@ func baseAdapterRows() []adapterRow {
 			e.refused(t, err, "hive_filter_field_tableName__")
 		}},
 		{name: "lock EXCL_WRITE", method: "lock", run: func(t *testing.T, e *adapterEnv) {
-			mkTable(t, e.direct, e.db, "t1")
+			// Locks of non-default catalogs are the synthetic lock shim's
+			// (issue 11): the downgrade is the default catalog's, a Hive
+			// 3.1.3 metastore here.
+			db1 := uniq("ad1")
+			mkDB(t, e.direct1, db1)
+			mkTable(t, e.direct1, db1, "t1")
+			e.tap1.Reset()
 			res, err := e.c4.Lock(ctx(t), &thriftgen.LockRequest{User: "e2e", Hostname: "localhost", Component: []*thriftgen.LockComponent{
-				{Type: thriftgen.LockType_EXCL_WRITE, Level: thriftgen.LockLevel_TABLE, Dbname: e.ext(), Tablename: strp("t1")}}})
+				{Type: thriftgen.LockType_EXCL_WRITE, Level: thriftgen.LockLevel_TABLE, Dbname: db1, Tablename: strp("t1")}}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = e.direct.Unlock(ctx(t), &thriftgen.UnlockRequest{Lockid: res.Lockid}) })
+			t.Cleanup(func() { _ = e.direct1.Unlock(ctx(t), &thriftgen.UnlockRequest{Lockid: res.Lockid}) })
 			if res.State != thriftgen.LockState_ACQUIRED {
 				t.Fatalf("lock state %v", res.State)
 			}
-			locks, err := e.direct.ShowLocks(ctx(t), &thriftgen.ShowLocksRequest{Dbname: &e.db})
+			locks, err := e.direct1.ShowLocks(ctx(t), &thriftgen.ShowLocksRequest{Dbname: &db1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1008,10 +1022,10 @@ func baseAdapterRows() []adapterRow {
 					mine = append(mine, l)
 				}
 			}
-			if len(mine) != 1 || mine[0].Type != thriftgen.LockType_EXCLUSIVE || mine[0].Dbname != e.db {
-				t.Fatalf("the backend holds lock %d as %+v, want one EXCLUSIVE lock on %s", res.Lockid, mine, e.db)
+			if len(mine) != 1 || mine[0].Type != thriftgen.LockType_EXCLUSIVE || mine[0].Dbname != db1 {
+				t.Fatalf("the backend holds lock %d as %+v, want one EXCLUSIVE lock on %s", res.Lockid, mine, db1)
 			}
-			calls := e.backendSaw(t, e.tap2, "lock", e.db, "lock")
+			calls := e.backendSaw(t, e.tap1, "lock", db1, "lock")
 			comp := adAt(&calls[0].Args, 1, 1)
 			if comp == nil || len(comp.Elems) != 1 || adAt(&comp.Elems[0], 1).Int != int64(thriftgen.LockType_EXCLUSIVE) {
 				t.Fatalf("the backend received lock components %+v, want type EXCLUSIVE", comp)

@@ -47,6 +47,7 @@ func TestMain(m *testing.M) {
 	} else {
 		code = m.Run()
 	}
+	stopSharedZooKeeper()
 	for _, ms := range []*testbed.Metastore{hms1, hms2, hms4} {
 		if ms != nil {
 			_ = ms.Stop()

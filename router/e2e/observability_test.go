@@ -240,7 +240,12 @@ func obsReady(t *testing.T, p *proxytest.Proxy) obsReadyz {
 // Each entry must still return NO data (so the list shrinks as the features
 // land: a metric that starts to have samples fails the test until its entry
 // is removed).
-var obsNoProducer = map[string]string{}
+var obsNoProducer = map[string]string{
+	// One in-memory proxy instance here; TestSyntheticLockLifecycleThroughTwoReplicas
+	// and TestLockStoreOutage produce them (two replicas on ZooKeeper, ZooKeeper stopped).
+	"hms_proxy_synthetic_read_lock_handoffs_total":       "needs a second proxy instance on a shared ZooKeeper store",
+	"hms_proxy_synthetic_read_lock_store_failures_total": "needs a failing lock store",
+}
 
 func TestObsDashboardAgainstRealPrometheusAndRealTraffic(t *testing.T) {
 	needHive(t)
@@ -369,6 +374,18 @@ func TestObsDashboardAgainstRealPrometheusAndRealTraffic(t *testing.T) {
 			_, _ = loop.GetAllFunctions(cx)
 			_, _ = loop.GetTable(cx, "catalog2__"+visible, "no_such_table")
 			_, _ = loop.GetAllDatabases(cx)
+			// A SELECT's lock on catalog2 (the synthetic lock shim's) and
+			// a lock over both catalogs (split).
+			read := thriftgen.DataOperationType_SELECT
+			for _, comps := range [][]*thriftgen.LockComponent{
+				{{Type: thriftgen.LockType_SHARED_READ, Level: thriftgen.LockLevel_TABLE, Dbname: "catalog2__" + visible, Tablename: strp("t1"), OperationType: &read}},
+				{{Type: thriftgen.LockType_SHARED_READ, Level: thriftgen.LockLevel_DB, Dbname: "default", OperationType: &read},
+					{Type: thriftgen.LockType_SHARED_READ, Level: thriftgen.LockLevel_DB, Dbname: "catalog2__" + visible, OperationType: &read}},
+			} {
+				if l, err := loop.Lock(cx, &thriftgen.LockRequest{User: "obs", Hostname: "localhost", Component: comps}); err == nil {
+					_ = loop.Unlock(cx, &thriftgen.UnlockRequest{Lockid: l.Lockid})
+				}
+			}
 		}
 	}()
 	defer func() { close(stop); <-done }()
@@ -874,6 +891,7 @@ func TestObsDebugTracingInTheRealBinary(t *testing.T) {
 			"management.enabled=false",
 			"catalogs=catalog1,catalog2",
 			"routing.default-catalog=catalog1",
+			"synthetic-read-lock.store.mode=IN_MEMORY",
 			"catalog.catalog1.conf.hive.metastore.uris=" + hms1.URI,
 			"catalog.catalog2.conf.hive.metastore.uris=" + hms2.URI,
 			"audit.file=" + filepath.Join(dir, "audit.log"),

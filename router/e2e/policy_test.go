@@ -84,7 +84,9 @@ func TestReadOnlyCatalogRefusesWritesAndServesReads(t *testing.T) {
 	if err != nil || r.State != thriftgen.LockState_ACQUIRED {
 		t.Fatalf("a SHARED_READ lock on a READ_ONLY catalog must be granted: %+v %v", r, err)
 	}
-	_ = direct.Unlock(ctx(t), &thriftgen.UnlockRequest{Lockid: r.Lockid})
+	if err := c.Unlock(ctx(t), &thriftgen.UnlockRequest{Lockid: r.Lockid}); err != nil {
+		t.Fatalf("unlock of the shim's lock: %v", err)
+	}
 	if _, err := lock(thriftgen.LockType_EXCLUSIVE); err == nil {
 		t.Fatal("an EXCLUSIVE lock on a READ_ONLY catalog must be refused")
 	} else if !strings.Contains(err.Error(), "READ_ONLY") {
@@ -200,12 +202,18 @@ func TestAmbiguousAndNamespaceLessWritesAreRefused(t *testing.T) {
 	_, err = c.GetValidWriteIds(ctx(t), &thriftgen.GetValidWriteIdsRequest{
 		FullTableNames: []string{"catalog1__a.t", "catalog2__b.t"}, ValidTxnList: strp("1:1::")})
 	metaErr(t, err, "ambiguous", "catalog1", "catalog2")
-	_, err = c.Lock(ctx(t), &thriftgen.LockRequest{User: "u", Hostname: "h", Component: []*thriftgen.LockComponent{
+	// A lock naming two catalogs is split, not refused (issue 11): one lock id.
+	split, err := c.Lock(ctx(t), &thriftgen.LockRequest{User: "u", Hostname: "h", Component: []*thriftgen.LockComponent{
 		{Type: thriftgen.LockType_SHARED_READ, Level: thriftgen.LockLevel_DB, Dbname: "catalog1__a"},
 		{Type: thriftgen.LockType_SHARED_READ, Level: thriftgen.LockLevel_DB, Dbname: "catalog2__b"}}})
-	var nst *thriftgen.NoSuchTxnException
-	if err == nil || errors.As(err, &nst) {
-		t.Fatalf("a lock naming two catalogs must be refused, got %v", err)
+	if err != nil || split.State != thriftgen.LockState_ACQUIRED {
+		t.Fatalf("a lock naming two catalogs is split and granted: %+v %v", split, err)
+	}
+	if err := c.Unlock(ctx(t), &thriftgen.UnlockRequest{Lockid: split.Lockid}); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Metric(t, "hms_proxy_lock_request_split_total", "catalog", "catalog1"); n != 1 {
+		t.Fatalf("hms_proxy_lock_request_split_total{catalog1} = %v, want 1", n)
 	}
 	if n := p.Metric(t, "hms_proxy_routing_ambiguous_total"); n < 1 {
 		t.Fatalf("hms_proxy_routing_ambiguous_total = %v", n)

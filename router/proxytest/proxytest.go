@@ -43,12 +43,29 @@ func FreePort(t testing.TB) int {
 }
 
 // Start parses props and starts the proxy; server.port, management.port and
-// audit.file default to free loopback ports and a temp file. It stops when
-// the test ends.
+// audit.file default to free loopback ports and a temp file. With more than
+// one catalog and no synthetic-read-lock.store.* key, the lock store is
+// IN_MEMORY (one in-process instance; the binary has no such default: an
+// operator chooses). It stops when the test ends.
 func Start(t testing.TB, props map[string]string) *Proxy {
+	t.Helper()
+	return StartWith(t, props, app.TestHooks{})
+}
+
+// StartWith is Start with test hooks (app.TestHooks).
+func StartWith(t testing.TB, props map[string]string, hooks app.TestHooks) *Proxy {
 	t.Helper()
 	props = clone(props)
 	setDefault(props, "server.bind-host", "127.0.0.1")
+	if strings.Contains(props["catalogs"], ",") {
+		lockKey := false
+		for k := range props {
+			lockKey = lockKey || strings.HasPrefix(k, "synthetic-read-lock.store.")
+		}
+		if !lockKey {
+			props["synthetic-read-lock.store.mode"] = "IN_MEMORY"
+		}
+	}
 	if _, ok := props["server.port"]; !ok {
 		props["server.port"] = strconv.Itoa(FreePort(t))
 	}
@@ -64,7 +81,7 @@ func Start(t testing.TB, props map[string]string) *Proxy {
 	if os.Getenv("HMS_PROXY_TEST_QUIET") != "" {
 		w = io.Discard
 	}
-	a, err := app.Build(cfg, slog.New(slog.NewTextHandler(w, nil)))
+	a, err := app.BuildWith(cfg, slog.New(slog.NewTextHandler(w, nil)), hooks)
 	if err != nil {
 		t.Fatalf("proxy build: %v", err)
 	}

@@ -15,7 +15,7 @@
 // transaction (best effort, also with --close-txn none), so a failed smoke does
 // not hold back the ValidTxnList watermark until the transaction times out.
 //
-// The lead wires Run as "hms-proxy smoke ...".
+// cmd/hms-proxy runs it as "hms-proxy smoke ...".
 package smoke
 
 import (
@@ -90,10 +90,11 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 // go to stdout, usage and argument errors to stderr.
 func Run(args []string, stdout, stderr io.Writer) int {
 	o, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK // -h / --help of a mode: its flags were printed
+	}
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "smoke:", err)
-		}
+		fmt.Fprintln(stderr, "smoke:", err)
 		return ExitUsage
 	}
 	ctx := context.Background()

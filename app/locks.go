@@ -1,0 +1,58 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/locks"
+)
+
+// buildLockShim builds the synthetic lock shim when there is more than one
+// catalog (or a store is configured): the store of synthetic-read-lock.store.*,
+// the lock rules of the default catalog's runtime, its txn timeout. The shim
+// and its store are closed with the app (shim first: it stops its sweep).
+func (a *App) buildLockShim(hooks TestHooks) (*locks.Metrics, error) {
+	cfg := a.Config
+	sl := cfg.SyntheticLock
+	if len(cfg.Catalogs) < 2 && sl.StoreMode == configs.LockStoreUnset {
+		return nil, nil
+	}
+	def := cfg.DefaultCatalog()
+	rules, err := locks.RulesForRuntime(string(def.RuntimeProfile))
+	if err != nil {
+		return nil, fmt.Errorf("catalog.%s.runtime-profile: %v", def.Name, err)
+	}
+	metrics, err := locks.NewMetrics(a.Registry)
+	if err != nil {
+		return nil, err
+	}
+	var store locks.Store
+	switch sl.StoreMode {
+	case configs.LockStoreInMemory:
+		store = locks.NewMemoryStore()
+	case configs.LockStoreZooKeeper:
+		zk := sl.ZooKeeper
+		st, err := locks.NewZooKeeperStore(locks.ZooKeeperOptions{ConnectString: zk.ConnectString, Znode: zk.ZNode,
+			ConnectionTimeout: zk.ConnectionTimeout, SessionTimeout: zk.SessionTimeout, BaseSleep: zk.BaseSleep,
+			MaxRetries: zk.MaxRetries, Logger: a.Log})
+		if err != nil {
+			return nil, err
+		}
+		store = st
+	default:
+		// configs requires the mode with several catalogs; a caller that
+		// built a Config by hand gets the same answer.
+		return nil, fmt.Errorf("synthetic-read-lock.store.mode is not set: with %d catalogs the synthetic lock shim needs IN_MEMORY (one instance) or ZOOKEEPER (several)", len(cfg.Catalogs))
+	}
+	shim, err := locks.New(locks.Options{Store: store, Rules: rules, TxnTimeout: def.TxnTimeout,
+		GrantAtOnce: hooks.LockGrantAtOnce, Metrics: metrics, Logger: a.Log})
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	a.Locks = shim
+	a.closers = append(a.closers, shim, store)
+	a.Log.Info("synthetic lock shim", "store", shim.StoreName(), "rules", rules.String(), "txn_timeout", def.TxnTimeout,
+		"isolation", !hooks.LockGrantAtOnce)
+	return metrics, nil
+}

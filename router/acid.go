@@ -1,0 +1,190 @@
+package router
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/wire"
+)
+
+// ACID policy of the planner (issue 11). Transactions and their write ids are
+// the default catalog's: its metastore's TxnHandler issues every transaction id
+// a client holds (open_txns carries no namespace and goes there). Another
+// catalog's metastore never saw those transactions, so an ACID table there
+// could not be written consistently: the planner refuses what would create one
+// and the write-id calls that only ACID tables have. Namespace-bound ACID calls
+// that are not about write ids (compact, fire_listener_event, the notification
+// log) route by their payload like any object call.
+
+// writeIDMethods carry a transaction's write ids for one table: meaningful only
+// for an ACID table, which exists only in the default catalog.
+var writeIDMethods = map[string]bool{
+	"allocate_table_write_ids":         true,
+	"get_valid_write_ids":              true,
+	"get_max_allocated_table_write_id": true,
+	"seed_write_id":                    true,
+	"add_dynamic_partitions":           true,
+	"get_all_write_event_info":         true,
+	"repl_tbl_writeid_state":           true,
+}
+
+// pinnedMethods are the transaction and lock lifecycle calls that carry only
+// ids: they belong to the default catalog (the lock shim serves check_lock,
+// unlock and heartbeat of its own ids). Hive 4's commit_txn may also carry
+// write events of replication naming databases; one naming another catalog
+// is refused rather than sent where the transaction is unknown.
+var pinnedMethods = map[string]bool{
+	"open_txns": true, "commit_txn": true, "abort_txn": true, "abort_txns": true, "heartbeat": true,
+	"heartbeat_txn_range": true, "check_lock": true, "unlock": true,
+}
+
+// acidRefusal says why a call to catalog cat breaks the ACID policy (nil when
+// it does not): a write-id call, or a table definition that is transactional,
+// on a catalog other than the default; a lock on another catalog when no lock
+// shim is configured.
+func (r *Router) acidRefusal(req *request, cat *Catalog) *Refusal {
+	if cat.Default {
+		return nil
+	}
+	name := req.plan.Spec.Name
+	def := r.ns.Default().Name
+	switch {
+	case pinnedMethods[name]:
+		return refusal(RefuseMeta, "non_default_acid",
+			"%s names a database of catalog %s; transactions and their locks belong to the default catalog %s, whose metastore issued their ids",
+			name, cat.Name, def)
+	case writeIDMethods[name]:
+		return refusal(RefuseMeta, "non_default_acid",
+			"%s refused on catalog %s: write ids exist only for ACID (transactional) tables, and those live only in the default catalog %s, whose metastore issues the transaction and write ids; catalog %s's metastore never saw the client's transactions",
+			name, cat.Name, def, cat.Name)
+	case name == "lock" && r.shim == nil:
+		return refusal(RefuseMeta, "no_lock_shim",
+			"lock refused on catalog %s: locks of non-default catalogs are served by the synthetic lock shim, which this router was built without", cat.Name)
+	}
+	paths := r.tablePaths[name]
+	if len(paths) == 0 {
+		return nil
+	}
+	args, err := wire.DecodeStruct(req.msg.Body())
+	if err != nil {
+		return refusal(RefuseProtocol, "bad_arguments", "%s: cannot read arguments: %v", name, err)
+	}
+	for _, path := range paths {
+		tbl := structAt(&args, path)
+		if tbl == nil {
+			continue
+		}
+		if why := transactionalTable(tbl); why != "" {
+			return refusal(RefuseMeta, "non_default_acid",
+				"%s of table %s.%s refused on catalog %s: the table would be transactional (%s); ACID tables can exist only in the default catalog %s, whose metastore issues their transaction and write ids; create it there, or without transactional/transactional_properties",
+				name, tbl.Field(tableDBField).String(), tbl.Field(tableNameField).String(), cat.Name, why, def)
+		}
+	}
+	return nil
+}
+
+// Field ids of Table (checked against the schema by a test).
+const (
+	tableNameField   int16 = 1
+	tableDBField     int16 = 2
+	tableParamsField int16 = 9
+)
+
+// transactionalTable says why a Table is transactional ("" when it is not):
+// transactional=true, or any transactional_properties (keys compared ignoring
+// case, as Hive's TransactionalValidationListener does).
+func transactionalTable(tbl *wire.Value) string {
+	params := tbl.Field(tableParamsField)
+	if params == nil || params.Type != wire.TMap {
+		return ""
+	}
+	for i := 0; i+1 < len(params.Elems); i += 2 {
+		k, v := string(params.Elems[i].Str), strings.TrimSpace(string(params.Elems[i+1].Str))
+		switch {
+		case strings.EqualFold(k, "transactional") && strings.EqualFold(v, "true"):
+			return "transactional=" + v
+		case strings.EqualFold(k, "transactional_properties") && v != "":
+			return "transactional_properties=" + v
+		}
+	}
+	return ""
+}
+
+// ddlTablePaths maps every create_table* and alter_table* RPC of the schema to
+// the paths (field ids from its args struct) of the Table structs it carries,
+// directly or one struct deeper: [1] for create_table's tbl, [3] for
+// alter_table's new_tbl, [1 1] for create_table_req's request.table. (The
+// guards package derives the same paths; the router cannot import it, whose
+// tests start a proxy.)
+func ddlTablePaths() map[string][][]int16 {
+	out := map[string][][]int16{}
+	for _, m := range thriftgen.AllMethods() {
+		if m.Args == nil || !(strings.HasPrefix(m.Name, "create_table") || strings.HasPrefix(m.Name, "alter_table")) {
+			continue
+		}
+		var paths [][]int16
+		for _, f := range m.Args.Fields {
+			if f.Type.Kind != thriftgen.KindStruct {
+				continue
+			}
+			if f.Type.Name == "Table" {
+				paths = append(paths, []int16{f.ID})
+				continue
+			}
+			if st := thriftgen.LookupStruct(f.Type.Name); st != nil {
+				for _, g := range st.Fields {
+					if g.Type.Kind == thriftgen.KindStruct && g.Type.Name == "Table" {
+						paths = append(paths, []int16{f.ID, g.ID})
+					}
+				}
+			}
+		}
+		if len(paths) > 0 {
+			out[m.Name] = paths
+		}
+	}
+	return out
+}
+
+// structAt follows a path of field ids from v; nil when a step is absent or
+// not a struct.
+func structAt(v *wire.Value, path []int16) *wire.Value {
+	for _, id := range path {
+		if v == nil || v.Type != wire.TStruct {
+			return nil
+		}
+		v = v.Field(id)
+	}
+	if v == nil || v.Type != wire.TStruct {
+		return nil
+	}
+	return v
+}
+
+// tableFieldIDs checks the Table field ids above against the schema.
+func tableFieldIDs() error {
+	s := thriftgen.LookupStruct("Table")
+	if s == nil {
+		return fmt.Errorf("schema has no Table struct")
+	}
+	want := map[string]int16{"tableName": tableNameField, "dbName": tableDBField, "parameters": tableParamsField}
+	for _, f := range s.Fields {
+		if id, ok := want[f.Name]; ok && id != f.ID {
+			return fmt.Errorf("schema: field %s of Table has id %d, the router assumes %d", f.Name, f.ID, id)
+		}
+	}
+	return nil
+}
+
+// planSplitLock plans a lock naming several catalogs: the lock shim splits it
+// (locks.Split) and judges every part, so the plan names the default catalog
+// (whose part, if any, goes to its metastore) and leaves the access modes to
+// the shim.
+func (r *Router) planSplitLock(req *request) {
+	p := &req.plan
+	def := r.ns.Default()
+	p.Kind, p.Target, p.SplitLock = PlanSingle, def, true
+	p.Writes, p.DBs, p.Tables, p.Patches = false, p.dbArr[:0], p.tblArr[:0], p.patchArr[:0]
+	p.Mode, p.Adapter = r.adapters.Plan(r.runtimes[def], p.Spec.Name)
+}
