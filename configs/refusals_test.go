@@ -101,7 +101,7 @@ func TestKeysThatDidNothingRefuse(t *testing.T) {
 		{key: "routing.refresh-privileges.mode", value: "SYNTHETIC_SUCCESS", refused: true},
 		{key: "routing.iceberg-pointer-guard.enabled", value: "false"},
 		{key: "federation.external-table-drop-purge.mode", value: "BEST_EFFORT"}, // built: warns that no catalog has prefixes
-		{key: "rest-catalog.enabled", value: "true"}, // built: accepted
+		{key: "rest-catalog.enabled", value: "true"},                             // built: accepted
 		{key: "rest-catalog.port", value: "9183"},
 		{key: "security.mode", value: "KERBEROS",
 			also: map[string]string{"security.server-principal": "hive/_HOST@R", "security.keytab": "/k"}},

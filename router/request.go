@@ -86,8 +86,8 @@ type Router struct {
 	lockMetrics *locks.Metrics
 	lockStore   lockStoreState
 	tablePaths  map[string][][]int16 // create_table*/alter_table*: where their Tables are (ACID policy)
-	locals   map[string]LocalHandler
-	users    map[*Catalog]*userPools
+	locals      map[string]LocalHandler
+	users       map[*Catalog]*userPools
 }
 
 // Tracer sees one request at each stage (logging.debug-tracing). Every

@@ -127,7 +127,7 @@ type Reader struct {
 	budget     *Budget
 	bufp       *[]byte // the pooled base buffer's holder, kept to give it back without allocating
 	held       int64   // budget bytes held for buf beyond the base buffer
-	lazy       bool  // release buf between messages (front-door connections)
+	lazy       bool    // release buf between messages (front-door connections)
 	idle       [64]byte
 }
 
