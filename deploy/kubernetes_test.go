@@ -24,6 +24,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
+	"github.com/hms-proxy/hms-proxy/testbed"
 )
 
 const manifestDir = "kubernetes"
@@ -345,12 +346,23 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	}
 
-	// The probe paths exist on a real proxy started from this ConfigMap
-	// (ports and the audit file moved for the test; the backends, cluster
-	// names, do not resolve here).
+	// The probe paths exist on a real proxy started from this ConfigMap.
+	// Ports and the audit file move for the test, and every cluster name is
+	// replaced by loopback, so that the test asks no DNS server: the
+	// metastores by a port where nothing listens (the proxy starts, and is
+	// not ready), ZooKeeper by a real one (the lock store connects at
+	// startup).
 	propsMap, err := configs.ReadProperties(strings.NewReader(props))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for k := range propsMap {
+		switch {
+		case strings.HasSuffix(k, ".conf.hive.metastore.uris"):
+			propsMap[k] = "thrift://127.0.0.1:" + strconv.Itoa(proxytest.FreePort(t))
+		case k == "synthetic-read-lock.store.zookeeper.connect-string":
+			propsMap[k] = testbed.StartZooKeeperT(t).Addr
+		}
 	}
 	propsMap["server.bind-host"] = "127.0.0.1"
 	propsMap["server.port"] = strconv.Itoa(proxytest.FreePort(t))

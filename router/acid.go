@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -39,10 +40,10 @@ var pinnedMethods = map[string]bool{
 	"heartbeat_txn_range": true, "check_lock": true, "unlock": true,
 }
 
-// acidRefusal says why a call to catalog cat breaks the ACID policy (nil when
-// it does not): a write-id call, or a table definition that is transactional,
-// on a catalog other than the default; a lock on another catalog when no lock
-// shim is configured.
+// acidRefusal says why a call to catalog cat breaks the ACID policy by its
+// name alone (nil when it does not): a transaction or write-id call on a
+// catalog other than the default, a lock there when no lock shim is
+// configured. Transactional table definitions are acidTables' part.
 func (r *Router) acidRefusal(req *request, cat *Catalog) *Refusal {
 	if cat.Default {
 		return nil
@@ -62,26 +63,42 @@ func (r *Router) acidRefusal(req *request, cat *Catalog) *Refusal {
 		return refusal(RefuseMeta, "no_lock_shim",
 			"lock refused on catalog %s: locks of non-default catalogs are served by the synthetic lock shim, which this router was built without", cat.Name)
 	}
-	paths := r.tablePaths[name]
-	if len(paths) == 0 {
-		return nil
-	}
-	args, err := wire.DecodeStruct(req.msg.Body())
-	if err != nil {
-		return refusal(RefuseProtocol, "bad_arguments", "%s: cannot read arguments: %v", name, err)
-	}
-	for _, path := range paths {
-		tbl := structAt(&args, path)
-		if tbl == nil {
-			continue
-		}
-		if why := transactionalTable(tbl); why != "" {
-			return refusal(RefuseMeta, "non_default_acid",
-				"%s of table %s.%s refused on catalog %s: the table would be transactional (%s); ACID tables can exist only in the default catalog %s, whose metastore issues their transaction and write ids; create it there, or without transactional/transactional_properties",
-				name, tbl.Field(tableDBField).String(), tbl.Field(tableNameField).String(), cat.Name, why, def)
-		}
-	}
 	return nil
+}
+
+// acidTables is the ACID policy's table half, a middleware inside the table
+// policies: a create_table* or alter_table* whose Table would be
+// transactional is refused on a catalog other than the default. It runs
+// after the transactional DDL guard, which may already have made the table
+// external (REWRITE_TRANSACTIONAL_TO_EXTERNAL) or refused it with its own
+// message (REJECT_TRANSACTIONAL); this refusal is for what is left.
+func (r *Router) acidTables(next Handler) Handler {
+	return func(ctx context.Context, x *Exchange) error {
+		if x.Cat.Default || x.Leg != nil {
+			return next(ctx, x)
+		}
+		paths := r.tablePaths[x.Method()]
+		if len(paths) == 0 {
+			return next(ctx, x)
+		}
+		args, err := wire.DecodeStruct(x.Args())
+		if err != nil {
+			return refusal(RefuseProtocol, "bad_arguments", "%s: cannot read arguments: %v", x.Method(), err)
+		}
+		for _, path := range paths {
+			tbl := structAt(&args, path)
+			if tbl == nil {
+				continue
+			}
+			if why := transactionalTable(tbl); why != "" {
+				// The names are the backend's here: say the client's.
+				return refusal(RefuseMeta, "non_default_acid",
+					"%s of table %s.%s refused on catalog %s: the table would be transactional (%s); ACID tables can exist only in the default catalog %s, whose metastore issues their transaction and write ids; create it there, or without transactional/transactional_properties",
+					x.Method(), r.ns.ExternalDB(x.Cat, tbl.Field(tableDBField).String()), tbl.Field(tableNameField).String(), x.Cat.Name, why, r.ns.Default().Name)
+			}
+		}
+		return next(ctx, x)
+	}
 }
 
 // Field ids of Table (checked against the schema by a test).

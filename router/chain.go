@@ -17,7 +17,8 @@ import (
 //
 // Order (outer to inner): Options.Outer (rate limits), the access mode, the
 // exposure rules, the table policies (tables.go: view SQL, transactional DDL
-// and Iceberg pointer guards, drop purge), Options.Inner (the lock shim,
+// and Iceberg pointer guards, drop purge), the ACID policy for table
+// definitions (acid.go), Options.Inner (the lock shim,
 // breakers), then the executor, which sends the call to the exchange's
 // catalog.
 

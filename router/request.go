@@ -196,7 +196,7 @@ func New(opt Options) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	mws = append(mws, r.accessMode, r.exposure, tables.middleware)
+	mws = append(mws, r.accessMode, r.exposure, tables.middleware, r.acidTables)
 	if r.shim != nil {
 		mws = append(mws, r.lockShim)
 	}

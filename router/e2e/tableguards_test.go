@@ -302,17 +302,24 @@ func TestTransactionalDDLGuardThroughTheProxy(t *testing.T) {
 	})
 	t.Run("client-addresses", func(t *testing.T) {
 		// The guard applies to 10.0.0.0/8 only: this client (127.0.0.1)
-		// creates its insert-only transactional table.
+		// creates its insert-only transactional table in the default
+		// catalog. In catalog2 the ACID policy still refuses it (ACID
+		// tables live where their transactions are), with its own reason.
+		direct1 := proxytest.Client(t, hms1.URI)
+		mkDB(t, direct1, db)
 		p := proxytest.Start(t, twoCatalogs("guard.transactional-ddl.mode=REJECT_TRANSACTIONAL",
 			"guard.transactional-ddl.client-addresses=10.0.0.0/8,2001:db8::/64"))
 		c := proxytest.Client(t, p.URI("primary"))
-		if err := c.CreateTableWithEnvironmentContext(ctx(t), transactionalTable(ext, "a1", insertOnly...), &thriftgen.EnvironmentContext{}); err != nil {
+		if err := c.CreateTableWithEnvironmentContext(ctx(t), transactionalTable(db, "a1", insertOnly...), &thriftgen.EnvironmentContext{}); err != nil {
 			t.Fatalf("a client outside the guard's addresses: %v", err)
 		}
-		tb, err := readTable(t, direct, db, "a1")
+		tb, err := readTable(t, direct1, db, "a1")
 		if err != nil || tb.TableType != "MANAGED_TABLE" || tb.Parameters["transactional"] != "true" {
 			t.Fatalf("the metastore stored %+v %v, want the transactional managed table as sent", tb, err)
 		}
+		err = c.CreateTableWithEnvironmentContext(ctx(t), transactionalTable(ext, "a1", insertOnly...), &thriftgen.EnvironmentContext{})
+		metaErr(t, err, "create_table_with_environment_context of table "+ext+".a1 refused on catalog catalog2",
+			"ACID tables can exist only in the default catalog catalog1")
 		p2 := proxytest.Start(t, twoCatalogs("guard.transactional-ddl.mode=REJECT_TRANSACTIONAL",
 			"guard.transactional-ddl.client-addresses=10.0.0.0/8,127.0.0.0/24"))
 		err = proxytest.Client(t, p2.URI("primary")).CreateTableWithEnvironmentContext(ctx(t), transactionalTable(ext, "a2", insertOnly...), &thriftgen.EnvironmentContext{})
