@@ -160,7 +160,12 @@ func (c *Checker) compare(v *Verdict, i int, m *wire.Message, sent []byte, r *te
 	case h.End != len(sent) || len(hr.Messages) != 1:
 		disagree("its call ends at byte %d of %d; after it: %s", h.End, len(sent), describeRest(hr))
 		return nil
-	case h.Name != m.Name:
+	}
+	name, err := c.javaString(r, []byte(m.Name))
+	if err != nil {
+		return err
+	}
+	if h.Name != string(name) { // a name of invalid UTF-8 is one Java decodes with replacement characters
 		disagree("it read method %q, the proxy %q", h.Name, m.Name)
 		return nil
 	}
@@ -374,27 +379,34 @@ func uniqueSorted(parts []string) []string {
 }
 
 // javaString is b as a Java String decoded from it, re-encoded: b itself when it is valid UTF-8, else Java's own
-// decoding (asked of the reader's JVM, remembered).
+// decoding.
 func (e *expecter) javaString(b []byte) []byte {
-	if utf8.Valid(b) {
-		return b
+	out, err := e.c.javaString(e.r, b)
+	if err != nil && e.err == nil {
+		e.err = err
 	}
-	c := e.c
+	return out
+}
+
+// javaString asks r's JVM how Java decodes b when it is not valid UTF-8 (remembered).
+func (c *Checker) javaString(r *testbed.HiveReader, b []byte) ([]byte, error) {
+	if utf8.Valid(b) {
+		return b, nil
+	}
 	c.mu.Lock()
 	s, ok := c.utf8[string(b)]
 	c.mu.Unlock()
 	if ok {
-		return []byte(s)
+		return []byte(s), nil
 	}
-	out, err := e.r.UTF8(b)
+	out, err := r.UTF8(b)
 	if err != nil {
-		e.err = err
-		return b
+		return b, err
 	}
 	c.mu.Lock()
 	if len(c.utf8) < 1<<16 {
 		c.utf8[string(b)] = string(out)
 	}
 	c.mu.Unlock()
-	return out
+	return out, nil
 }

@@ -50,6 +50,8 @@ import org.apache.thrift.transport.TTransportException;
  * <p>Requests (stdin): one opcode byte, a big-endian u32 length, that many bytes. 'R' reads a stream, 'S' dumps the
  * schema the jars know (payload empty), 'U' decodes the payload as UTF-8 the way the reader decodes strings and
  * answers the re-encoded bytes. Answers (stdout): a big-endian u32 length and that many bytes (JSON for R and S).
+ * Arguments, for runs by hand: {@code --strict-read true|false} (default true, as the server), {@code --limit BYTES}
+ * (the string and container limit, default 104857600).
  *
  * <p>The decoded arguments are rendered canonically (the Go side renders its own view the same way): {@code n}
  * null; {@code T}/{@code F}; {@code i<decimal>} for byte, i16, i32, i64; {@code e<decimal>} for an enum;
