@@ -461,8 +461,10 @@ func FuzzStrictAgreesWithHive(f *testing.F) {
 	for _, raw := range seedCorpus(f) {
 		f.Add(raw)
 	}
+	// The readers start here, in each process, not in the first input: the fuzzing engine gives one input 10 s
+	// before it kills the worker ("deadlocked"), and compiling and starting two JVMs on a loaded machine takes longer.
+	c := checker(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c := checker(t)
 		v, err := c.Check(data, false)
 		if err != nil {
 			t.Fatal(err)
