@@ -34,10 +34,11 @@ for c in hms-proxy hms-instant tcpfwd hms-bench; do
   "$GO" build -o "$BIN/$c" "./cmd/$c"
 done
 
-echo "== go micro-benchmark: one proxied call, allocations per call (bench/proxybench)"
+echo "== go micro-benchmark: one proxied call, allocations per call, strict vs lax reading (bench/proxybench)"
 {
   "$GO" test -run '^$' -bench 'GetTable' -benchmem -benchtime 3000x -timeout 120s ./bench/proxybench/
   "$GO" test -run '^$' -bench 'GetPartitions' -benchmem -benchtime 100x -timeout 120s ./bench/proxybench/
+  "$GO" test -run '^$' -bench 'StrictReading' -benchmem -benchtime 20000x -timeout 120s ./bench/proxybench/
 } | tee "$WORK/gobench.txt"
 grep '^Benchmark' "$WORK/gobench.txt" > "$OUT/gobench.txt" || true
 

@@ -340,13 +340,13 @@ func (rd *Reader) read(n int) error {
 }
 
 // grow makes room for more bytes: double the buffer (at least the base
-// size), but never beyond what is still needed.
+// size), up to the message limit. It grows only when full of received bytes,
+// so it never holds more than twice what arrived; always doubling keeps the
+// copying linear in the message's size (growing by just the bytes the next
+// field needs copied the whole buffer for every field: quadratic).
 func (rd *Reader) grow(need int) error {
 	c := cap(rd.buf)
 	nc := max(2*c, baseBuffer)
-	if nc > rd.end+need && rd.end+need > c {
-		nc = rd.end + need
-	}
 	if nc > rd.max+64 {
 		nc = rd.max + 64
 	}

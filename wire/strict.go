@@ -21,7 +21,11 @@ import (
 //   - a known field (of the profile's struct) with another wire type;
 //   - a container whose element, key or value types differ from the schema;
 //   - a wire type Hive's Thrift does not read, anywhere (unknown fields too);
-//   - a message type other than CALL (or ONEWAY, for the methods declared oneway).
+//   - a message type other than CALL (or ONEWAY, for the methods declared oneway);
+//   - a union (of the schema) that does not hold exactly one field: Hive's
+//     union reader reads one field and then one field header more, taking it
+//     for the STOP, so a second field (or the byte after an empty union) is
+//     read as something else than what it is.
 //
 // Unknown field ids of valid wire types still pass byte for byte.
 
@@ -31,6 +35,7 @@ const (
 	ReasonElementType = "element_type"
 	ReasonUnknownType = "unknown_type"
 	ReasonMessageType = "message_type"
+	ReasonUnion       = "union"
 )
 
 // StrictError is a message refused by strict reading. The header was read, so
@@ -89,6 +94,7 @@ type sstruct struct {
 	fields  map[int16]*stype // ids outside 0..63
 	names   map[int16]string
 	dialect *thriftgen.Dialect
+	union   bool
 }
 
 func inside(l loc) loc { l.in = true; return l }
@@ -146,7 +152,7 @@ func (s *StrictSchema) compile(name string) (*sstruct, error) {
 	if def == nil {
 		return nil, fmt.Errorf("wire: struct %q is not in the canonical schema", name)
 	}
-	st := &sstruct{name: name, fields: map[int16]*stype{}, names: map[int16]string{}}
+	st := &sstruct{name: name, fields: map[int16]*stype{}, names: map[int16]string{}, union: def.Kind == thriftgen.StructKindUnion}
 	s.structs[name] = st // before the fields: recursive types refer to it
 	if s.profile != 0 {
 		for _, d := range thriftgen.AllDialects() {
@@ -311,10 +317,18 @@ func (r *strictReader) structBody(st *sstruct, where loc, depth int) error {
 	if depth > MaxDepth {
 		return perr(ErrMalformed, r.b.Pos, "nesting deeper than %d", MaxDepth)
 	}
-	for {
+	for n := 0; ; n++ {
 		t, id, err := r.b.FieldHeader()
 		if err != nil {
 			return err
+		}
+		if st != nil && st.union && (n == 1) != (t == TStop) {
+			if t == TStop {
+				r.b.Pos--
+				return r.fail(ReasonUnion, "%s (union %s) holds no field; Hive's reader would take the next field header for its end", where, st.name)
+			}
+			r.b.Pos -= 3
+			return r.fail(ReasonUnion, "%s (union %s) holds a second field (%d); Hive's reader reads only the first", where, st.name, id)
 		}
 		if t == TStop {
 			return nil
