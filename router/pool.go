@@ -91,6 +91,12 @@ type session struct {
 	rd     *wire.Reader // unframed replies (r for framed ones)
 	reply  wire.Message // the last reply; valid until the session is given back
 	idle   time.Time    // when it was last given back (CloseIdle)
+	// outOfStep: the metastore answered PROTOCOL_ERROR, so it may have
+	// stopped reading the call part way (Thrift's processors answer it
+	// when the arguments fail to read, e.g. a required field is unset, and
+	// then read the rest of the call as the next message). The session is
+	// closed instead of given back.
+	outOfStep bool
 }
 
 // NewBackend validates the URIs and builds an (unconnected) pool.
@@ -273,6 +279,11 @@ func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, callDea
 	if err != nil {
 		return nil, err
 	}
+	if m.Type == wire.Exception {
+		if typ, _, perr := wire.ParseAppException(m.Body()); perr != nil || typ == wire.AppProtocolError {
+			s.outOfStep = true
+		}
+	}
 	return m, nil
 }
 
@@ -375,9 +386,12 @@ func (b *Backend) giveBack(s *session) {
 	b.mu.Lock()
 	closed := b.closed
 	b.mu.Unlock()
-	if closed {
+	switch {
+	case s.outOfStep:
+		b.discard(s)
+	case closed:
 		s.conn.Close()
-	} else {
+	default:
 		s.idle = time.Now()
 		select {
 		case b.idle <- s:

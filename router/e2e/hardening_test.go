@@ -16,6 +16,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
+	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -420,5 +421,38 @@ func TestHardeningBusyListenerRefusesClearlyAndRecovers(t *testing.T) {
 	wg.Wait()
 	if _, err := c.GetAllFunctions(ctx(t)); err != nil {
 		t.Fatalf("the same connection after the load is gone: %v", err)
+	}
+}
+
+// A call the strict reader accepts but Hive's generated reader refuses at the
+// end of a struct (a required field unset: Hive's LockRequest needs user)
+// gets Hive's own PROTOCOL_ERROR; Hive then reads the rest of that call as
+// the next message, so the backend session is out of step. The pool closes it
+// instead of handing it to the next client, whose write (never retried) must
+// succeed on the single pooled session.
+func TestHardeningProtocolErrorOfTheMetastoreRetiresItsSession(t *testing.T) {
+	needHive(t)
+	p := proxytest.Start(t, twoCatalogs("catalog.catalog1.shared-session-pool-size=1"))
+	comp := wire.Struct(wire.Field{ID: 1, V: wire.I32(3)}, wire.Field{ID: 2, V: wire.I32(2)}, wire.Field{ID: 3, V: wire.Str("default")})
+	rq := wire.Struct(wire.Field{ID: 1, V: wire.List(wire.TStruct, comp)}, wire.Field{ID: 4, V: wire.Str("h")})
+	c := proxytest.Client(t, p.URI("primary"))
+	for i := 0; i < 3; i++ {
+		a := dialRaw(t, p.URI("primary"))
+		a.send(callBytes("lock", 1, wire.Struct(wire.Field{ID: 1, V: rq})))
+		m, err := a.recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		typ, msg, _ := wire.ParseAppException(m.Body())
+		if m.Type != wire.Exception || typ != wire.AppProtocolError || !strings.Contains(msg, "user") {
+			t.Fatalf("lock without its required user: want Hive's PROTOCOL_ERROR naming user, got type %d %d %q", m.Type, typ, msg)
+		}
+		db := uniq("pe")
+		if err := c.CreateDatabase(ctx(t), &thriftgen.Database{Name: db, LocationUri: "file:///tmp/" + db}); err != nil {
+			t.Fatalf("round %d: a write on the pool's only session after the metastore's PROTOCOL_ERROR: %v", i, err)
+		}
+		if err := c.DropDatabase(ctx(t), db, true, true); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

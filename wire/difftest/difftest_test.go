@@ -399,11 +399,12 @@ func unionSmuggling(t *testing.T) []byte {
 // Hive's generated reader checks required fields at the end of every struct (and reads an enum value it does not
 // know as null, so a required enum field with such a value is unset too). It throws in the middle of the call;
 // the server answers PROTOCOL_ERROR and reads the rest of the call (at least the arguments' STOP) as the next
-// message on the connection. The strict reader accepts such calls: the session to the backend is then out of step
-// (its next call is read from the leftover byte and fails, or the metastore closes it). Not fixed: which
-// requiredness applies depends on the backend's version (GetValidWriteIdsRequest.validTxnList is required in
-// 3.1.3 only), and the enum values a backend knows too; the front door's strict view has one profile, the
-// frontend's. HMS_PROXY_KNOWN_DEFECTS=1 runs this test (it fails until the strict reader checks them).
+// message on the connection. The strict reader accepts such calls: which requiredness applies depends on the
+// backend's version (GetValidWriteIdsRequest.validTxnList is required in 3.1.3 only), and the enum values a
+// backend knows too; the front door's strict view has one profile, the frontend's. The pool contains it: a
+// session whose call was answered PROTOCOL_ERROR is closed, not reused
+// (router/e2e TestHardeningProtocolErrorOfTheMetastoreRetiresItsSession). HMS_PROXY_KNOWN_DEFECTS=1 runs this
+// test (it fails until the strict reader checks required fields).
 func TestKnownDefectMissingRequiredFieldDesyncsHive(t *testing.T) {
 	c := checker(t)
 	// lock(LockRequest{component: [LockComponent{type: EXCLUSIVE, level: TABLE, dbname: "db"}], hostname: "h"}):
