@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,9 @@ func javaLib(t *testing.T) string {
 		t.Fatal(err)
 	}
 	root := filepath.Join(testbed.Cache(), "restcatalog-java")
-	dir := filepath.Join(root, fmt.Sprintf("%08x", hashStrings([]string{string(pom)})))
+	h := fnv.New32a()
+	h.Write(pom)
+	dir := filepath.Join(root, fmt.Sprintf("%08x", h.Sum32()))
 	if _, err := os.Stat(filepath.Join(dir, "done")); err == nil {
 		return dir
 	}

@@ -3,97 +3,20 @@ package restcatalog_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/testbed"
 )
 
-// pythonPackages are the pinned PyPI packages of the client virtualenv:
-// pyiceberg with pyarrow, and DuckDB with its iceberg and httpfs extensions
-// (the extension wheels match DuckDB's version, not the newest DuckDB).
-var pythonPackages = []string{
-	"pyiceberg[pyarrow]==0.12.0",
-	"pyarrow==26.0.1",
-	"duckdb==1.5.5",
-	"duckdb-extension-iceberg==1.5.5",
-	"duckdb-extension-httpfs==1.5.5",
-	"duckdb-extension-avro==1.5.5",
-}
-
-// venvName changes whenever the package list does.
-func venvName() string {
-	return "restcatalog-" + fmt.Sprintf("%08x", hashStrings(pythonPackages))
-}
-
-func hashStrings(ss []string) uint32 {
-	h := uint32(2166136261)
-	for _, s := range ss {
-		for i := 0; i < len(s); i++ {
-			h = (h ^ uint32(s[i])) * 16777619
-		}
-		h *= 16777619 // a separator between the strings
-	}
-	return h
-}
-
-// python returns the interpreter of the client virtualenv under
-// $HMS_PROXY_CACHE/python/, creating it (python3 -m venv, pip install from
-// PyPI) when missing. A file lock keeps parallel test binaries from building
-// it twice; the venv is built in a scratch folder and renamed into place.
+// python returns the interpreter of the PyIceberg and DuckDB client
+// virtualenv (testbed.PyIcebergPackages), building it when missing.
 func python(t *testing.T) string {
-	t.Helper()
-	root := filepath.Join(testbed.Cache(), "python")
-	dir := filepath.Join(root, venvName())
-	py := filepath.Join(dir, "bin", "python")
-	if _, err := os.Stat(py); err == nil {
-		return py
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	lock, err := os.OpenFile(filepath.Join(root, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
-	if _, err := os.Stat(py); err == nil {
-		return py
-	}
-	base, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatalf("python3 not found (apt-get install -y python3 python3-venv): %v", err)
-	}
-	tmp := dir + ".tmp"
-	_ = os.RemoveAll(tmp)
-	start := time.Now()
-	run := func(name string, args ...string) {
-		cmd := exec.Command(name, args...)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
-		}
-	}
-	run(base, "-m", "venv", tmp)
-	run(filepath.Join(tmp, "bin", "pip"), append([]string{"install", "-q", "--disable-pip-version-check"}, pythonPackages...)...)
-	// Only bin/python is used, and it finds its packages relative to
-	// itself, so the renamed venv works (its pip scripts name the old path).
-	if err := os.Rename(tmp, dir); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("python client venv built in %s: %s", time.Since(start).Round(time.Second), dir)
-	return py
+	return testbed.PythonT(t, "pyiceberg", testbed.PyIcebergPackages...)
 }
 
 // runPy runs testdata/<script> with cfg as its JSON argument and decodes its

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -785,36 +784,34 @@ func TestHiveServer2InsertIntoANonDefaultCatalogWithTheJavaClient(t *testing.T) 
 	}
 }
 
-// pyIceberg finds a Python with PyIceberg and PyArrow: HMS_PROXY_PYICEBERG
-// names one, else a virtual environment under the test bed's cache
-// (.cache/python/*/bin/python) that has both.
+// pyIceberg returns the interpreter of the PyIceberg virtualenv
+// (testbed.PyIcebergPackages, with the Hive catalog), building it when
+// missing.
 func pyIceberg(t *testing.T) string {
-	t.Helper()
-	candidates := []string{}
-	if p := os.Getenv("HMS_PROXY_PYICEBERG"); p != "" {
-		candidates = append(candidates, p)
-	}
-	found, _ := filepath.Glob(filepath.Join(testbed.Cache(), "python", "*", "bin", "python"))
-	candidates = append(candidates, found...)
-	for _, py := range candidates {
-		if exec.Command(py, "-c", "import pyiceberg.catalog.hive, pyarrow").Run() == nil {
-			return py
-		}
-	}
-	t.Skipf("no Python with pyiceberg and pyarrow (set HMS_PROXY_PYICEBERG or create a venv under %s/python)", testbed.Cache())
-	return ""
+	return testbed.PythonT(t, "pyiceberg", testbed.PyIcebergPackages...)
 }
 
 // A real Iceberg client: PyIceberg's Hive catalog creates a table in catalog2
 // through the proxy, commits three appends (each under its EXCLUSIVE table
 // lock, which PyIceberg sends with isTransactional=true and no transaction:
-// a plain lock for the shim) and reads every row back. catalog2 is the Hive
-// 4.1 metastore here: PyIceberg's Table carries Hive 4's writeId (-1), which a
-// Hive 3.1.3 backend has no field for, and the lossless-write guard refuses
-// that create_table on a 3.1.3 catalog.
+// a plain lock for the shim) and reads every row back; catalog2 is a Hive
+// 3.1.3 metastore, then a Hive 4.1 one. PyIceberg's Table is Hive 4's, with
+// writeId=-1 (its IDL default) set: the compatibility guard drops it for the
+// 3.1.3 backend, which has no such field, and nothing is lost.
 func TestPyIcebergCommitsToANonDefaultCatalog(t *testing.T) {
 	py := pyIceberg(t)
-	e := newLockEnvOn(t, hms4, zooKeeper(t), app.TestHooks{}, "catalog.catalog2.runtime-profile=APACHE_4_1_0")
+	for _, backend := range []struct {
+		name  string
+		ms    *testbed.Metastore
+		extra []string
+	}{{"hive-3.1.3", hms2, nil}, {"hive-4.1.0", hms4, []string{"catalog.catalog2.runtime-profile=APACHE_4_1_0"}}} {
+		t.Run(backend.name, func(t *testing.T) {
+			pyIcebergCommits(t, py, newLockEnvOn(t, backend.ms, zooKeeper(t), app.TestHooks{}, backend.extra...))
+		})
+	}
+}
+
+func pyIcebergCommits(t *testing.T, py string, e *lockEnv) {
 	warehouse := "file://" + t.TempDir()
 	run, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -841,7 +838,7 @@ func TestPyIcebergCommitsToANonDefaultCatalog(t *testing.T) {
 	if fmt.Sprint(read["ids"]) != "[1 2 11 12 21 22]" || read["snapshots"] != float64(3) {
 		t.Fatalf("read back %v in %v snapshots, want the six rows of three commits", read["ids"], read["snapshots"])
 	}
-	got, err := e.direct2.GetTableReq(ctx(t), &thriftgen.GetTableRequest{DbName: e.db2, TblName: "events"}) // Hive 4 has no positional get_table
+	got, err := e.direct2.GetTableReq(ctx(t), &thriftgen.GetTableRequest{DbName: e.db2, TblName: "events"}) // Hive 4 has no positional get_table; 3.1.3 has both
 	if err != nil {
 		t.Fatal(err)
 	}

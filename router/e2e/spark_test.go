@@ -3,80 +3,20 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/testbed"
 )
 
-// sparkPackages are the pinned PyPI packages of the Spark client virtualenv:
-// pyspark with its own Spark (Hive 2.3.9 client built in), which talks to
-// Hive 3.1.3 metastores over Thrift as it does in production.
-var sparkPackages = []string{"pyspark==3.5.9"}
-
-// sparkPython returns the interpreter of the Spark virtualenv under
-// $HMS_PROXY_CACHE/python/, building it (python3 -m venv, pip install from
-// PyPI) when missing. A file lock keeps parallel test binaries from
-// building it twice; it is built in a scratch folder and renamed into place.
+// sparkPython returns the interpreter of the PySpark virtualenv
+// (testbed.PySparkPackages), building it when missing.
 func sparkPython(t *testing.T) string {
-	t.Helper()
-	h := uint32(2166136261)
-	for _, s := range sparkPackages {
-		for i := 0; i < len(s); i++ {
-			h = (h ^ uint32(s[i])) * 16777619
-		}
-	}
-	root := filepath.Join(testbed.Cache(), "python")
-	dir := filepath.Join(root, fmt.Sprintf("pyspark-%08x", h))
-	py := filepath.Join(dir, "bin", "python")
-	if _, err := os.Stat(py); err == nil {
-		return py
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	lock, err := os.OpenFile(filepath.Join(root, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
-	if _, err := os.Stat(py); err == nil {
-		return py
-	}
-	base, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatalf("python3 not found (apt-get install -y python3 python3-venv): %v", err)
-	}
-	tmp := dir + ".tmp"
-	_ = os.RemoveAll(tmp)
-	start := time.Now()
-	run := func(name string, args ...string) {
-		cmd := exec.Command(name, args...)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
-		}
-	}
-	run(base, "-m", "venv", tmp)
-	run(filepath.Join(tmp, "bin", "pip"), append([]string{"install", "-q", "--disable-pip-version-check"}, sparkPackages...)...)
-	// bin/python finds its packages relative to itself, so the renamed
-	// venv works (pyspark's launcher scripts are found through the package).
-	if err := os.Rename(tmp, dir); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("Spark client venv built in %s: %s", time.Since(start).Round(time.Second), dir)
-	return py
+	return testbed.PythonT(t, "pyspark", testbed.PySparkPackages...)
 }
 
 // sparkStep is one SQL statement of a Spark run; with fetch its rows are
