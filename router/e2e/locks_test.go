@@ -442,12 +442,16 @@ func TestACIDPolicyOnNonDefaultCatalogs(t *testing.T) {
 		t.Fatalf("a refused split lock left a lock in the default catalog: %+v", held)
 	}
 
-	// Transactional tables and write ids.
+	// Transactional tables and write ids, on a proxy where catalog2 is
+	// writable (on the READ_ONLY one the access mode refuses any create
+	// first).
+	w := proxytest.Client(t, proxytest.Start(t, twoCatalogs()).URI("primary"))
 	tbl := table(ext, "acid")
 	tbl.TableType, tbl.Parameters = "MANAGED_TABLE", map[string]string{"transactional": "true"}
-	metaErr(t, c.CreateTable(ctx(t), tbl), "create_table", "catalog2", "transactional=true", "default catalog catalog1")
+	metaErr(t, w.CreateTable(ctx(t), tbl), "create_table", "catalog2", "transactional=true", "default catalog catalog1")
 	tbl.Parameters = map[string]string{"transactional": "true", "transactional_properties": "insert_only"}
-	metaErr(t, c.CreateTableWithEnvironmentContext(ctx(t), tbl, &thriftgen.EnvironmentContext{}), "catalog2", "transactional")
+	metaErr(t, w.CreateTableWithEnvironmentContext(ctx(t), tbl, &thriftgen.EnvironmentContext{}), "catalog2", "transactional")
+	metaErr(t, c.CreateTable(ctx(t), tbl), "catalog2 is READ_ONLY")
 	if tables, _ := direct2.GetAllTables(ctx(t), db2); len(tables) != 0 {
 		t.Fatalf("a refused create reached catalog2: %v", tables)
 	}
