@@ -146,7 +146,7 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 		}
 		m := a.Metrics
 		l := frontdoor.New(frontdoor.Config{Name: fc.Name, BindHost: fc.BindHost, Port: fc.Port,
-			MaxWorkers: fc.MaxWorkerThreads, ClientSocketTimeout: fc.ClientSocketTimeout,
+			MaxWorkers: fc.MaxWorkerThreads, MaxConnsPerSource: fc.MaxConnsPerSource, ClientSocketTimeout: fc.ClientSocketTimeout,
 			KeepAlive: fc.TCPKeepAlive, KeepAliveIdle: fc.TCPKeepAliveIdle,
 			KeepAliveInterval: fc.TCPKeepAliveInterval, KeepAliveCount: fc.TCPKeepAliveCount,
 			Framed: fc.FramedTransport, MaxMessage: int(fc.MaxMessageSize), Strict: strict, Budget: budget,

@@ -22,6 +22,7 @@ type ServerConfig struct {
 	ShutdownTimeout      time.Duration
 	FramedTransport      bool
 	MaxMessageSize       int64 // bytes; also the limit of any single string or container length
+	MaxConnsPerSource    int   // open connections of one client address; 0 = no cap
 }
 
 // FrontendConfig is one Thrift listener: the primary one (Name "") or an
@@ -40,6 +41,7 @@ type FrontendConfig struct {
 	TCPKeepAliveCount      int
 	FramedTransport        bool
 	MaxMessageSize         int64
+	MaxConnsPerSource      int
 	StandaloneMetastoreJar string // accepted for drop-in configs, ignored
 }
 
@@ -64,12 +66,13 @@ func (c *Config) Frontends() []*FrontendConfig {
 		TCPKeepAliveCount:      s.TCPKeepAliveCount,
 		FramedTransport:        s.FramedTransport,
 		MaxMessageSize:         s.MaxMessageSize,
+		MaxConnsPerSource:      s.MaxConnsPerSource,
 		StandaloneMetastoreJar: c.Compatibility.FrontendStandaloneMetastoreJar,
 	}
 	return append([]*FrontendConfig{primary}, c.AdditionalFrontends...)
 }
 
-const minWorkersIgnored = "a Go listener serves each connection on a goroutine started on demand, so there is no worker pool to pre-start; server.max-worker-threads bounds the connections served at once"
+const minWorkersIgnored = "a Go listener serves each connection on a goroutine started on demand, so there is no worker pool to pre-start; server.max-worker-threads bounds the calls served at once"
 
 func serverFeature() *feature {
 	s := func(c *Config) *ServerConfig { return &c.Server }
@@ -95,7 +98,7 @@ func serverFeature() *feature {
 				meaning: "Thrift worker threads kept started; must not exceed the maximum",
 				bind:    func(c *Config, _ match) any { return &s(c).MinWorkerThreads }},
 			{pattern: "server.max-worker-threads", typ: count(1), def: "1000", example: "300",
-				meaning: "most connections served at once; further connections wait in the kernel's accept backlog until one closes (as with a full Thrift worker pool)",
+				meaning: "most client calls in flight at once on this listener (what a full Thrift worker pool bounds); a call beyond it waits in a queue of the same size for at most 30 s, then is refused with a TApplicationException saying the listener is busy (`hms_proxy_frontend_refused_total{reason=\"busy\"}`); idle connections take no worker",
 				bind:    func(c *Config, _ match) any { return &s(c).MaxWorkerThreads }},
 			{pattern: "server.client-socket-timeout-ms", typ: millis(0), def: "600000", example: "30000",
 				meaning: "read timeout while waiting for the next request on a connection; `0` = none",
@@ -121,6 +124,9 @@ func serverFeature() *feature {
 			{pattern: "server.max-message-size", typ: intT{min: 1, max: 1<<63 - 1, wide: true}, def: "104857600", example: "1048576", isNew: true,
 				meaning: "largest Thrift message in bytes; also the limit of any single string or container length",
 				bind:    func(c *Config, _ match) any { return &s(c).MaxMessageSize }},
+			{pattern: "server.max-connections-per-source", typ: count(0), def: "0", example: "200", isNew: true,
+				meaning: "most open connections from one client IP address; a connection beyond it is closed at once (`hms_proxy_frontend_refused_total{reason=\"per_source\"}`, a WARN at most every 10 s); `0` = no cap",
+				bind:    func(c *Config, _ match) any { return &s(c).MaxConnsPerSource }},
 		},
 	}
 }
@@ -146,6 +152,8 @@ func frontendsFeature() *feature {
 	framed.isNew = true
 	maxMsg := inherit("max-message-size", intT{min: 1, max: 1<<63 - 1, wide: true}, "2048", func(fc *FrontendConfig) any { return &fc.MaxMessageSize })
 	maxMsg.isNew = true
+	perSource := inherit("max-connections-per-source", count(0), "50", func(fc *FrontendConfig) any { return &fc.MaxConnsPerSource })
+	perSource.isNew = true
 	return &feature{
 		id: "additional-frontends", title: "Additional listeners",
 		validate: func(p *parser, c *Config) {
@@ -187,6 +195,7 @@ func frontendsFeature() *feature {
 			inherit("tcp-keepalive-count", count(1), "7", func(fc *FrontendConfig) any { return &fc.TCPKeepAliveCount }),
 			framed,
 			maxMsg,
+			perSource,
 		},
 	}
 }

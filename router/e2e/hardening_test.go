@@ -456,3 +456,55 @@ func TestHardeningProtocolErrorOfTheMetastoreRetiresItsSession(t *testing.T) {
 		}
 	}
 }
+
+// server.max-connections-per-source: a client address holding its cap of
+// open connections gets its next one closed at once (counted), while its
+// open connections go on being served; once one closes, a new one is served.
+func TestHardeningPerSourceConnectionCap(t *testing.T) {
+	needHive(t)
+	p := proxytest.Start(t, twoCatalogs("server.max-connections-per-source=3"))
+	get := callBytes("get_database", 1, wire.Struct(wire.Field{ID: 1, V: wire.Str("default")}))
+	served := func(r *raw) error {
+		r.send(get)
+		m, err := r.recv()
+		if err == nil && m.Type != wire.Reply {
+			err = fmt.Errorf("message type %d", m.Type)
+		}
+		return err
+	}
+	var open []*raw
+	for i := 0; i < 3; i++ {
+		r := dialRaw(t, p.URI("primary"))
+		if err := served(r); err != nil {
+			t.Fatalf("connection %d within the cap: %v", i+1, err)
+		}
+		open = append(open, r)
+	}
+	over := dialRaw(t, p.URI("primary"))
+	_ = over.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := over.r.ReadByte(); !errors.Is(err, io.EOF) && !isReset(err) {
+		t.Fatalf("a fourth connection from the same address: want it closed, got %v", err)
+	}
+	if n := p.Metric(t, "hms_proxy_frontend_refused_total", "frontend", "primary", "reason", "per_source"); n != 1 {
+		t.Fatalf("hms_proxy_frontend_refused_total{reason=per_source} = %v, want 1", n)
+	}
+	for i, r := range open {
+		if err := served(r); err != nil {
+			t.Fatalf("open connection %d after the refusal: %v", i+1, err)
+		}
+	}
+	open[0].c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := dialRaw(t, p.URI("primary"))
+		err := served(r)
+		if err == nil {
+			break
+		}
+		r.c.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("a new connection after one of the three closed: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond) // the proxy notices the close when its read returns
+	}
+}

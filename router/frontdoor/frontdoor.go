@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"golang.org/x/time/rate"
 	"io"
 	"log/slog"
 	"net"
@@ -102,6 +103,8 @@ type Listener struct {
 	waiting atomic.Int32
 	outs    sync.Pool // reply buffers of calls in progress
 
+	perSourceLog rate.Sometimes // the WARN of per-source refusals, rate-limited
+
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
 	sources  map[string]int
@@ -133,7 +136,8 @@ func New(cfg Config, fe *router.Frontend, h Handler, log *slog.Logger, hooks Hoo
 		log = slog.Default()
 	}
 	l := &Listener{cfg: cfg, fe: fe, h: h, log: log.With("listener", listenerName(cfg)), hooks: hooks,
-		workers: make(chan struct{}, cfg.MaxWorkers), conns: map[*conn]struct{}{}, sources: map[string]int{}}
+		workers: make(chan struct{}, cfg.MaxWorkers), conns: map[*conn]struct{}{}, sources: map[string]int{},
+		perSourceLog: rate.Sometimes{Interval: 10 * time.Second}}
 	l.outs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	return l
 }
@@ -192,7 +196,10 @@ func (l *Listener) accept() {
 		if max := l.cfg.MaxConnsPerSource; max > 0 && l.sources[cn.src] >= max {
 			l.mu.Unlock()
 			c.Close()
-			l.log.Warn("closing a connection past the per-source limit", "remote", cn.src, "limit", max)
+			l.perSourceLog.Do(func() {
+				l.log.Warn("closing a connection past the per-source limit (server.max-connections-per-source; at most one such line every 10 s)",
+					"remote", cn.src, "limit", max)
+			})
 			if l.hooks.Refused != nil {
 				l.hooks.Refused("per_source")
 			}
