@@ -32,7 +32,7 @@ func icebergPointerGuardFeature() *feature {
 				meaning: "names kept in that cache",
 				bind:    func(c *Config, _ match) any { return &g(c).TableCacheMaxEntries }},
 			{pattern: pre + "lock-enabled", typ: boolT{}, def: "true", example: "false",
-				meaning: "hold the table's EXCLUSIVE lock around re-read, merge and alter (default catalog only)",
+				meaning: "hold the table's EXCLUSIVE lock around re-read, merge and alter (the default catalog's metastore lock, the lock shim's on other catalogs)",
 				bind:    func(c *Config, _ match) any { return &g(c).LockEnabled }},
 			{pattern: pre + "lock-acquire-timeout-ms", typ: millis(0), def: "10000", example: "0",
 				meaning: "wait for that lock; after it the repaired alter goes unprotected; `0` = one attempt",

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/compat"
+	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/router/guards"
 	"github.com/hms-proxy/hms-proxy/router/purge"
 	"github.com/hms-proxy/hms-proxy/router/viewsql"
@@ -416,7 +417,7 @@ func (t *tablePolicy) write(ctx context.Context, x *Exchange, next Handler, m *t
 		return next(ctx, x)
 	}
 	be := &guardBackend{t: t, x: x, next: next}
-	res, err := t.iceberg.Handle(ctx, be, guards.AlterCall{Catalog: x.Cat.Name, Lockable: x.Cat.Default,
+	res, err := t.iceberg.Handle(ctx, be, guards.AlterCall{Catalog: x.Cat.Name, Lockable: x.Cat.Default || t.r.shim != nil,
 		CompareAndSet: t.r.runtimes[x.Cat].Bit == thriftgen.ProfileApache410, Method: x.Method(), Args: &v})
 	if res.Sent {
 		// The guard sent the repaired alter; its answer is the client's.
@@ -550,11 +551,25 @@ func (b *guardBackend) GetTable(ctx context.Context, db, table string) (*wire.Va
 }
 
 // Lock asks for the lock org.apache.iceberg.hive.MetastoreLock takes: one
-// EXCLUSIVE component at TABLE level, no transaction.
+// EXCLUSIVE component at TABLE level, no transaction. On a non-default
+// catalog the lock shim holds the locks Iceberg clients take there, so the
+// guard takes its lock from the shim too (the catalog's own metastore locks
+// would not exclude those clients).
 func (b *guardBackend) Lock(ctx context.Context, db, table string) (int64, guards.LockState, error) {
 	user := b.x.Identity().Name()
 	if user == "" {
 		user = "hms-proxy"
+	}
+	if b.shimmed() {
+		tbl := table
+		resp, err := b.t.r.shim.Lock(ctx, locks.Request{Catalog: b.x.Cat.Name, Lock: &thriftgen.LockRequest{
+			Component: []*thriftgen.LockComponent{{Type: thriftgen.LockType_EXCLUSIVE, Level: thriftgen.LockLevel_TABLE,
+				Dbname: db, Tablename: &tbl}},
+			User: user, Hostname: b.t.host, AgentInfo: ptr("hms-proxy-iceberg-pointer-guard")}})
+		if err != nil {
+			return 0, 0, shimError("lock", err)
+		}
+		return resp.Lockid, guards.LockState(resp.State), nil
 	}
 	comp := wire.Struct(
 		wire.Field{ID: 1, V: wire.I32(int32(thriftgen.LockType_EXCLUSIVE))},
@@ -580,7 +595,17 @@ func (b *guardBackend) Lock(ctx context.Context, db, table string) (int64, guard
 	return resp.Field(1).Int, guards.LockState(resp.Field(2).Int), nil
 }
 
+// shimmed: the exchange's catalog has its locks in the lock shim.
+func (b *guardBackend) shimmed() bool { return !b.x.Cat.Default && b.t.r.shim != nil }
+
 func (b *guardBackend) CheckLock(ctx context.Context, id int64) (guards.LockState, error) {
+	if b.shimmed() {
+		resp, _, err := b.t.r.shim.Check(ctx, id)
+		if err != nil {
+			return 0, shimError("check_lock", err)
+		}
+		return guards.LockState(resp.State), nil
+	}
 	res, err := b.t.call(ctx, b.x, "check_lock", wire.Struct(wire.Field{ID: 1, V: wire.Struct(wire.Field{ID: 1, V: wire.I64(id)})}))
 	if err != nil {
 		return 0, err
@@ -596,6 +621,12 @@ func (b *guardBackend) CheckLock(ctx context.Context, id int64) (guards.LockStat
 }
 
 func (b *guardBackend) Unlock(ctx context.Context, id int64) error {
+	if b.shimmed() {
+		if err := b.t.r.shim.Unlock(ctx, id); err != nil {
+			return shimError("unlock", err)
+		}
+		return nil
+	}
 	res, err := b.t.call(ctx, b.x, "unlock", wire.Struct(wire.Field{ID: 1, V: wire.Struct(wire.Field{ID: 1, V: wire.I64(id)})}))
 	if err != nil {
 		return err
@@ -666,3 +697,5 @@ func (r *Router) relayAs(ctx context.Context, x *Exchange, method string, body [
 	}
 	return r.replyOutward(x, reply, nil)
 }
+
+func ptr[T any](v T) *T { return &v }

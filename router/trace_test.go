@@ -226,7 +226,6 @@ func TestTraceExceptionsAndUnknowns(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
 
 func TestTraceNeverFailsOnBadInput(t *testing.T) {
 	good := encode(t, "get_partitions", thrift.REPLY, &thriftgen.GetPartitionsResult{Success: partitions(3, true)})

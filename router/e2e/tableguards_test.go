@@ -78,8 +78,8 @@ func envProps(c proxytest.TapCall) map[string]string {
 }
 
 // The Iceberg pointer guard through the proxy, on the default catalog (a
-// real table lock), a non-default Hive 3.1.3 catalog (no lock) and a Hive
-// 4.1 catalog (compare-and-set): HiveServer2's alter that would erase the
+// table lock of its metastore), a non-default Hive 3.1.3 catalog (a lock of
+// the shim) and a Hive 4.1 catalog (a lock of the shim and compare-and-set): HiveServer2's alter that would erase the
 // pointer is merged over the record and counted; a genuine Iceberg commit
 // passes untouched; a plain table costs one read, then none.
 func TestIcebergPointerGuardThroughTheProxy(t *testing.T) {
@@ -102,8 +102,10 @@ func TestIcebergPointerGuardThroughTheProxy(t *testing.T) {
 		repair []string // backend calls of a repair
 	}{
 		{"catalog1", hms1.URI, tap1, "", []string{"get_table_req", "lock", "get_table_req", "alter_table_with_environment_context", "unlock"}},
-		{"catalog2", hms2.URI, tap2, "catalog2__", []string{"get_table_req", "alter_table_with_environment_context"}},
-		{"catalog4", hms4.URI, tap4, "catalog4__", []string{"get_table_req", "alter_table_with_environment_context"}},
+		// The other catalogs' table locks are the shim's: the metastore sees
+		// only the read, the re-read under the lock and the alter.
+		{"catalog2", hms2.URI, tap2, "catalog2__", []string{"get_table_req", "get_table_req", "alter_table_with_environment_context"}},
+		{"catalog4", hms4.URI, tap4, "catalog4__", []string{"get_table_req", "get_table_req", "alter_table_with_environment_context"}},
 	} {
 		t.Run(cs.cat, func(t *testing.T) {
 			direct := proxytest.Client(t, cs.ms)
@@ -214,10 +216,10 @@ func TestIcebergPointerGuardThroughTheProxy(t *testing.T) {
 					t.Fatalf("alter_table: %v", err)
 				}
 				calls := cs.tap.Calls()
-				if got := cs.tap.Methods(); !reflect.DeepEqual(got, []string{"get_table_req", "alter_table_with_environment_context"}) {
+				if got := cs.tap.Methods(); !reflect.DeepEqual(got, []string{"get_table_req", "get_table_req", "alter_table_with_environment_context"}) {
 					t.Fatalf("a repaired alter_table on Hive 4 sent %v", got)
 				}
-				if env := envProps(calls[1]); env["expected_parameter_key"] != "metadata_location" || env["expected_parameter_value"] != next {
+				if env := envProps(calls[2]); env["expected_parameter_key"] != "metadata_location" || env["expected_parameter_value"] != next {
 					t.Errorf("compare-and-set of the repaired alter_table: %v", env)
 				}
 				if rec, err = readTable(t, direct, db, "ev"); err != nil || rec.Parameters["metadata_location"] != next {
@@ -490,3 +492,65 @@ func TestExternalTableDropPurgeThroughTheProxy(t *testing.T) {
 }
 
 func boolp(b bool) *bool { return &b }
+
+// On a non-default catalog the pointer guard's repair takes its table lock
+// from the lock shim, where Iceberg clients take theirs: while an Iceberg
+// committer holds the EXCLUSIVE table lock, HiveServer2's alter waits; once
+// the committer has moved the pointer and unlocked, the repair re-reads the
+// record under its own lock and merges onto the committed pointer instead of
+// putting back the one it read before (which would erase the commit).
+func TestIcebergPointerGuardRepairWaitsForIcebergsLockOnANonDefaultCatalog(t *testing.T) {
+	needHive(t)
+	p := proxytest.Start(t, twoCatalogs("synthetic-read-lock.store.mode=IN_MEMORY",
+		"routing.iceberg-pointer-guard.lock-acquire-timeout-ms=30000"))
+	c := proxytest.Client(t, p.URI("primary"))
+	direct := proxytest.Client(t, hms2.URI)
+	db := uniq("icelk")
+	mkDB(t, direct, db)
+	ext := "catalog2__" + db
+	loc := "file://" + t.TempDir()
+	first, next := loc+"/metadata/00001-a.metadata.json", loc+"/metadata/00002-b.metadata.json"
+	if err := direct.CreateTable(ctx(t), icebergRecord(db, "ev", loc, first)); err != nil {
+		t.Fatal(err)
+	}
+
+	// The Iceberg committer (HiveTableOperations): EXCLUSIVE table lock, no
+	// transaction.
+	lk := comp(thriftgen.LockType_EXCLUSIVE, thriftgen.DataOperationType_NO_TXN, ext, "ev")
+	held := mustLockState(t, c, lockRequest(0, lk), thriftgen.LockState_ACQUIRED)
+
+	hs2 := proxytest.Client(t, p.URI("primary"))
+	done := make(chan error, 1)
+	go func() { done <- hs2.AlterTableWithEnvironmentContext(ctx(t), ext, "ev", hs2Insert(ext, "ev", loc), noStats()) }()
+	select {
+	case err := <-done:
+		t.Fatalf("HiveServer2's alter finished while the committer held the table lock: %v", err)
+	case <-time.After(2 * time.Second):
+	}
+	commit := icebergRecord(ext, "ev", loc, next)
+	commit.Parameters["previous_metadata_location"] = first
+	if err := c.AlterTableWithEnvironmentContext(ctx(t), ext, "ev", commit, noStats()); err != nil {
+		t.Fatalf("the committer's alter under its lock: %v", err)
+	}
+	if err := c.Unlock(ctx(t), &thriftgen.UnlockRequest{Lockid: held.Lockid}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("HiveServer2's alter after the unlock: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("HiveServer2's alter did not finish within 60 s of the unlock")
+	}
+	rec, err := readTable(t, direct, db, "ev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Parameters["metadata_location"] != next || rec.Parameters["previous_metadata_location"] != first || rec.Parameters["last_insert_by"] != "hs2" {
+		t.Fatalf("after the commit and the repaired alter: %v; want the committed pointer kept and HiveServer2's change applied", rec.Parameters)
+	}
+	if n := p.Metric(t, "hms_proxy_iceberg_pointer_guard_events_total", "catalog", "catalog2", "outcome", "repaired"); n != 1 {
+		t.Errorf("repairs counted: %v, want 1", n)
+	}
+}

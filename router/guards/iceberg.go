@@ -393,9 +393,9 @@ func (g *IcebergGuard) Forget(catalog, db, table string) {
 // AlterCall is one alter_table* call the router is about to forward.
 type AlterCall struct {
 	Catalog string
-	// Lockable: the catalog's metastore holds real table locks (the default
-	// catalog; the others are served by the synthetic lock shim, which
-	// grants every lock, so a lock there protects nothing).
+	// Lockable: the table lock Iceberg clients take can be taken here (the
+	// default catalog's metastore, or the lock shim that serves the other
+	// catalogs' locks with isolation).
 	Lockable bool
 	// CompareAndSet: the backend is Hive 4, which honours
 	// expected_parameter_key/value.
