@@ -226,7 +226,6 @@ func TestTraceExceptionsAndUnknowns(t *testing.T) {
 	}
 }
 
-
 func TestTraceNeverFailsOnBadInput(t *testing.T) {
 	good := encode(t, "get_partitions", thrift.REPLY, &thriftgen.GetPartitionsResult{Success: partitions(3, true)})
 	if got := RenderRaw(good[:len(good)/2], DefaultTraceLimits); !strings.HasPrefix(got, "<unreadable message of ") {

@@ -521,7 +521,9 @@ func TestIcebergPointerGuardRepairWaitsForIcebergsLockOnANonDefaultCatalog(t *te
 
 	hs2 := proxytest.Client(t, p.URI("primary"))
 	done := make(chan error, 1)
-	go func() { done <- hs2.AlterTableWithEnvironmentContext(ctx(t), ext, "ev", hs2Insert(ext, "ev", loc), noStats()) }()
+	go func() {
+		done <- hs2.AlterTableWithEnvironmentContext(ctx(t), ext, "ev", hs2Insert(ext, "ev", loc), noStats())
+	}()
 	select {
 	case err := <-done:
 		t.Fatalf("HiveServer2's alter finished while the committer held the table lock: %v", err)
