@@ -1,5 +1,10 @@
 package configs
 
+import (
+	"net/url"
+	"strings"
+)
+
 // External table drop purge modes (ExternalTableDropPurgeConfig.Mode).
 const (
 	DropPurgeDisabled   = "DISABLED"
@@ -28,6 +33,12 @@ func dropPurgeFeature() *feature {
 				return
 			}
 			for _, cat := range c.Catalogs {
+				for _, pre := range cat.DropPurgeAllowedPrefixes {
+					if u, err := url.Parse(pre); err == nil && u.Scheme != "" && !strings.EqualFold(u.Scheme, "file") {
+						p.fail(&Error{Key: "catalog." + cat.Name + ".conf." + purgePrefixes, Value: pre,
+							NotBuilt: true, Msg: "deleting " + u.Scheme + ":// locations is not built yet (this binary has no " + u.Scheme + " client); the drop purge deletes local paths only (/path or file:///path)"})
+					}
+				}
 				if len(cat.DropPurgeAllowedPrefixes) > 0 && cat.RuntimeProfile != ProfileApache313 {
 					p.warnf("catalog.%s.conf.%s: has no effect: the purge hook serves APACHE_3_1_3 backends only (catalog.%s.runtime-profile=%s)",
 						cat.Name, purgePrefixes, cat.Name, cat.RuntimeProfile)
@@ -42,8 +53,8 @@ func dropPurgeFeature() *feature {
 				sw: true, gate: gateNonDefault,
 				meaning: "`BEST_EFFORT` deletes a dropped external table's data in the background (only after the metadata delete succeeded; failures are logged)",
 				bind:    func(c *Config, _ match) any { return &c.Federation.ExternalTableDropPurge.Mode }},
-			hiveConfKey(purgePrefixes, "", &keyDef{typ: prefixListT{}, example: "hdfs://ns1/tmp/,hdfs://ns1/data/external/",
-				meaning: "location prefixes under which the purge may delete (recursively); keep it narrow",
+			hiveConfKey(purgePrefixes, "", &keyDef{typ: prefixListT{}, example: "file:///data/external/,/tmp/external/",
+				meaning: "location prefixes under which the purge may delete (recursively); keep it narrow. Local paths only: other schemes (hdfs://, s3a://) are refused at start, since no client for them is built in",
 				bind:    func(c *Config, m match) any { return &catalogOf(c, m).DropPurgeAllowedPrefixes }}),
 		},
 	}
