@@ -508,3 +508,107 @@ func TestHardeningPerSourceConnectionCap(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // the proxy notices the close when its read returns
 	}
 }
+
+// misbehavingMetastore is a hand-written fake, named as such: no real
+// metastore answers out of step, but a smuggled call (defect 1) or a broken
+// middlebox makes one look as if it did. Its i-th call is answered with the
+// i-th entry of answers: a wrong sequence id, a wrong method name, a good
+// reply followed by extra bytes, and finally a good reply. It counts the
+// connections it accepted.
+type misbehavingMetastore struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	calls int
+	conns int
+}
+
+func startMisbehavingMetastore(t *testing.T) *misbehavingMetastore {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &misbehavingMetastore{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			f.mu.Lock()
+			f.conns++
+			f.mu.Unlock()
+			go f.serve(c)
+		}
+	}()
+	return f
+}
+
+func (f *misbehavingMetastore) serve(c net.Conn) {
+	defer c.Close()
+	r := bufio.NewReader(c)
+	for {
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+		m, err := wire.ReadMessage(r, wire.Limits{MaxMessage: 1 << 20}, nil)
+		if err != nil {
+			return
+		}
+		f.mu.Lock()
+		i := f.calls
+		f.calls++
+		f.mu.Unlock()
+		name, seq := m.Name, m.SeqID
+		db := wire.Struct(wire.Field{ID: 1, V: wire.Str("sales")}, wire.Field{ID: 3, V: wire.Str("file:///tmp/sales")})
+		result := wire.Struct(wire.Field{ID: 0, V: db})
+		var out []byte
+		switch i {
+		case 0:
+			out = wire.AppendMessage(nil, wire.Header{Name: name, Type: wire.Reply, SeqID: seq + 1}, &result)
+		case 1:
+			out = wire.AppendMessage(nil, wire.Header{Name: "get_table", Type: wire.Reply, SeqID: seq}, &result)
+		case 2:
+			out = wire.AppendMessage(nil, wire.Header{Name: name, Type: wire.Reply, SeqID: seq}, &result)
+			out = append(out, wire.AppendMessage(nil, wire.Header{Name: name, Type: wire.Reply, SeqID: seq}, &result)...)
+		default:
+			out = wire.AppendMessage(nil, wire.Header{Name: name, Type: wire.Reply, SeqID: seq}, &result)
+		}
+		if _, err := c.Write(out); err != nil {
+			return
+		}
+	}
+}
+
+// Backend replies are checked (issue 9): a reply with another sequence id,
+// another method name, or bytes after it fails the call with a MetaException
+// naming the catalog, counts backend_failures_total{exception="BadReply"},
+// and retires the session, so the next call, on a fresh session, gets its
+// own answer.
+func TestHardeningMismatchedBackendRepliesFailTheCallAndRetireTheSession(t *testing.T) {
+	needHive(t)
+	fake := startMisbehavingMetastore(t)
+	p := proxytest.Start(t, twoCatalogs(
+		"catalog.catalog2.conf.hive.metastore.uris=thrift://"+fake.ln.Addr().String(),
+		"catalog.catalog2.shared-session-pool-size=1"))
+	c := proxytest.Client(t, p.URI("primary"))
+	for i, what := range []string{"sequence id", "method name", "extra bytes"} {
+		_, err := c.GetDatabase(ctx(t), "catalog2__sales")
+		var me *thriftgen.MetaException
+		if !errors.As(err, &me) || !strings.Contains(me.Message, "catalog2") {
+			t.Fatalf("reply %d (wrong %s): want a MetaException naming catalog2, got %v", i, what, err)
+		}
+		t.Logf("wrong %s: %s", what, me.Message)
+	}
+	d, err := c.GetDatabase(ctx(t), "catalog2__sales")
+	if err != nil || d.Name != "catalog2__sales" {
+		t.Fatalf("after three bad replies a good one must come through: %+v %v", d, err)
+	}
+	if n := p.Metric(t, "hms_proxy_backend_failures_total", "backend", "catalog2", "exception", "BadReply"); n != 3 {
+		t.Fatalf("backend_failures_total{backend=catalog2,exception=BadReply} = %v, want 3", n)
+	}
+	fake.mu.Lock()
+	conns := fake.conns
+	fake.mu.Unlock()
+	if conns < 4 {
+		t.Fatalf("the metastore saw %d connections for 3 bad exchanges and a good one: a session that read a bad reply was reused", conns)
+	}
+}
