@@ -254,6 +254,9 @@ func (r *Router) answer(req *request, err error) {
 func (r *Router) refuse(req *request, ref *Refusal) {
 	req.status, req.reason = "error", ref.Reason
 	m, spec := req.msg, req.plan.Spec
+	if req.catalog == "" {
+		req.catalog = ref.Catalog
+	}
 	r.logs.refusal(m.Name, req.catalog, ref)
 	if spec == nil {
 		req.out = append(req.out, wire.AppException(m.Name, m.SeqID, appType(ref.Kind), ref.Message)...)

@@ -125,7 +125,7 @@ func (r *Router) shimLock(ctx context.Context, x *Exchange, next Handler) error 
 	}
 	if err := locks.Eligible(split.Shim...); err != nil {
 		return &Refusal{Kind: RefuseMeta, Reason: "not_shim_eligible", Message: fmt.Sprintf(
-			"lock refused: %v; ACID tables exist only in the default catalog %s (hms-proxy refuses transactional tables and write ids elsewhere)", err, def.Name)}
+			"lock refused: %v; the default catalog is %s (hms-proxy refuses transactional tables and write ids on the others)", err, def.Name)}
 	}
 	lockCat := split.LockCatalog(def.Name)
 	servedByShim(x, lockCat)

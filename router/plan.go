@@ -130,6 +130,9 @@ type Refusal struct {
 	Kind    RefusalKind
 	Reason  string // label: ambiguous, namespace_less, catalog_registry, cross_catalog_rename, access_mode, exposure, ...
 	Message string
+	// Catalog is the one catalog the refused call was aimed at, when the
+	// refusal came before routing set it (audit and the WARN line name it).
+	Catalog string
 }
 
 func (r *Refusal) Error() string { return r.Message }
@@ -459,6 +462,7 @@ func (r *Router) planSingle(req *request) {
 		p.DefaultRouted = true
 	}
 	if ref := r.acidRefusal(req, cat); ref != nil {
+		ref.Catalog = cat.Name
 		p.Kind, p.Refusal = PlanRefuse, ref
 		return
 	}
@@ -469,8 +473,10 @@ func (r *Router) planSingle(req *request) {
 	switch p.Mode {
 	case compat.HortonworksOnly:
 		p.Kind, p.Refusal = PlanRefuse, refusal(RefuseMeta, "hortonworks_only", "%s", compat.HortonworksMessage(m.Name, cat.Name, runtime))
+		p.Refusal.Catalog = cat.Name
 	case compat.Unsupported:
 		p.Kind, p.Refusal = PlanRefuse, refusal(RefuseUnknownMethod, "unsupported", "%s", compat.UnsupportedMessage(m.Name, cat.Name, runtime))
+		p.Refusal.Catalog = cat.Name
 	}
 }
 

@@ -605,6 +605,11 @@ func TestHardeningMismatchedBackendRepliesFailTheCallAndRetireTheSession(t *test
 	if n := p.Metric(t, "hms_proxy_backend_failures_total", "backend", "catalog2", "exception", "BadReply"); n != 3 {
 		t.Fatalf("backend_failures_total{backend=catalog2,exception=BadReply} = %v, want 3", n)
 	}
+	// The operator's log: one WARN line for the first, the two that follow
+	// within the second are left out (the limiter's own test counts them).
+	if l := p.LogLines("level=WARN", `msg="backend call failed"`, "method=get_database", "catalog=catalog2", "exception=BadReply"); len(l) != 1 {
+		t.Fatalf("want one WARN line for the burst of bad replies, got %d: %q", len(l), l)
+	}
 	fake.mu.Lock()
 	conns := fake.conns
 	fake.mu.Unlock()

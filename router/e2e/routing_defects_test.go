@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/thrift/lib/go/thrift"
+
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
@@ -179,5 +181,53 @@ func TestDefectErrorTextsUseExternalNames(t *testing.T) {
 	var nso *thriftgen.NoSuchObjectException
 	if !errors.As(err, &nso) || !strings.Contains(nso.Message, "catalog2__"+e1+".nope_1") || strings.Contains(nso.Message, "hive.") {
 		t.Fatalf("a missing catalog2 table: want its external name in the message, got %v", err)
+	}
+}
+
+// A refusal of an RPC that declares no MetaException reaches the client as a
+// TApplicationException carrying the same text (Hive's clients show its
+// message), and the operator's log has one WARN line per kind of refusal
+// naming method, catalog and reason. add_dynamic_partitions declares only
+// the transaction exceptions and is write-id business of the default
+// catalog; a lock component marked transactional inside a transaction is an
+// ACID write, and lock declares no MetaException.
+func TestRefusalsOfRPCsWithoutMetaExceptionAreApplicationExceptions(t *testing.T) {
+	needHive(t)
+	p := proxytest.Start(t, twoCatalogs())
+	c := proxytest.Client(t, p.URI("primary"))
+	calls := map[string]func() error{
+		"add_dynamic_partitions": func() error {
+			return c.AddDynamicPartitions(ctx(t), &thriftgen.AddDynamicPartitions{Txnid: 1, Writeid: 1, Dbname: "catalog2__sales", Tablename: "t", Partitionnames: []string{"p=1"}})
+		},
+	}
+	calls["lock"] = func() error {
+		txns, err := c.OpenTxns(ctx(t), &thriftgen.OpenTxnRequest{NumTxns: 1, User: "u", Hostname: "h"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = c.AbortTxn(ctx(t), &thriftgen.AbortTxnRequest{Txnid: txns.TxnIds[0]}) }()
+		tx := true
+		_, err = c.Lock(ctx(t), &thriftgen.LockRequest{Txnid: &txns.TxnIds[0], User: "u", Hostname: "h", Component: []*thriftgen.LockComponent{
+			{Type: thriftgen.LockType_SHARED_WRITE, Level: thriftgen.LockLevel_TABLE, Dbname: "catalog2__sales", Tablename: strp("t"), IsTransactional: &tx}}})
+		return err
+	}
+	for method, call := range calls {
+		for i := 0; i < 3; i++ {
+			err := call()
+			var ae thrift.TApplicationException
+			if !errors.As(err, &ae) || !strings.Contains(ae.Error(), "catalog2") {
+				t.Fatalf("%s on catalog2: want a TApplicationException naming catalog2, got %T %v", method, err, err)
+			}
+			if i == 0 {
+				t.Logf("%s: %v", method, err)
+			}
+		}
+		if l := p.LogLines("level=WARN", `msg="request refused"`, "method="+method, "catalog=catalog2"); len(l) != 1 {
+			t.Fatalf("%s refused 3 times within a second: want one WARN line, got %d: %q", method, len(l), l)
+		}
+	}
+	// The connection still serves.
+	if _, err := c.GetAllDatabases(ctx(t)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -4,12 +4,12 @@ package proxytest
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +21,7 @@ import (
 type Proxy struct {
 	*app.App
 	AuditFile string
+	log       *testWriter
 }
 
 // URI of a listener ("primary" or an additional frontend name).
@@ -77,10 +78,7 @@ func StartWith(t testing.TB, props map[string]string, hooks app.TestHooks) *Prox
 	if err != nil {
 		t.Fatalf("proxy config: %v", err)
 	}
-	var w io.Writer = testWriter{t}
-	if os.Getenv("HMS_PROXY_TEST_QUIET") != "" {
-		w = io.Discard
-	}
+	w := &testWriter{t: t, quiet: os.Getenv("HMS_PROXY_TEST_QUIET") != ""}
 	a, err := app.BuildWith(cfg, slog.New(slog.NewTextHandler(w, nil)), hooks)
 	if err != nil {
 		t.Fatalf("proxy build: %v", err)
@@ -102,7 +100,7 @@ func StartWith(t testing.TB, props map[string]string, hooks app.TestHooks) *Prox
 			}
 		}
 	})
-	return &Proxy{App: a, AuditFile: cfg.Audit.File}
+	return &Proxy{App: a, AuditFile: cfg.Audit.File, log: w}
 }
 
 func clone(m map[string]string) map[string]string {
@@ -119,11 +117,48 @@ func setDefault(m map[string]string, k, v string) {
 	}
 }
 
-type testWriter struct{ t testing.TB }
+// logKeep bounds the log lines a Proxy keeps for LogLines.
+const logKeep = 8192
 
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p[:len(p)-1]))
+// testWriter sends the proxy's log to the test log and keeps the last
+// logKeep lines for LogLines.
+type testWriter struct {
+	t     testing.TB
+	quiet bool
+	mu    sync.Mutex
+	lines []string
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	line := strings.TrimSuffix(string(p), "\n")
+	if !w.quiet {
+		w.t.Log(line)
+	}
+	w.mu.Lock()
+	if len(w.lines) >= logKeep {
+		w.lines = append(w.lines[:0], w.lines[len(w.lines)-logKeep/2:]...)
+	}
+	w.lines = append(w.lines, line)
+	w.mu.Unlock()
 	return len(p), nil
+}
+
+// LogLines returns the proxy's recent log lines (slog text format) that
+// contain every fragment.
+func (p *Proxy) LogLines(fragments ...string) []string {
+	p.log.mu.Lock()
+	defer p.log.mu.Unlock()
+	var out []string
+next:
+	for _, l := range p.log.lines {
+		for _, f := range fragments {
+			if !strings.Contains(l, f) {
+				continue next
+			}
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // Metric sums the samples of a metric family whose labels include every
