@@ -459,6 +459,29 @@ func TestACIDPolicyOnNonDefaultCatalogs(t *testing.T) {
 	metaErr(t, err, "allocate_table_write_ids", "catalog2", "write ids")
 	_, err = c.GetValidWriteIds(ctx(t), &thriftgen.GetValidWriteIdsRequest{FullTableNames: []string{ext + ".t"}, ValidTxnList: strp("1:1::")})
 	metaErr(t, err, "get_valid_write_ids", "catalog2")
+
+	// Id-only lifecycle goes to the default catalog, whose metastore answers
+	// for ids it never issued with its own exceptions, as a direct client sees.
+	const unknown = int64(987654321)
+	var nst *thriftgen.NoSuchTxnException
+	if err := c.CommitTxn(ctx(t), &thriftgen.CommitTxnRequest{Txnid: unknown}); !errors.As(err, &nst) || !strings.Contains(nst.Message, "987654321") {
+		t.Fatalf("commit_txn of a transaction no metastore issued: want NoSuchTxnException naming it, got %T %v", err, err)
+	}
+	if err := c.AbortTxn(ctx(t), &thriftgen.AbortTxnRequest{Txnid: unknown}); !errors.As(err, &nst) || !strings.Contains(nst.Message, "987654321") {
+		t.Fatalf("abort_txn of a transaction no metastore issued: want NoSuchTxnException naming it, got %T %v", err, err)
+	}
+	var nsl *thriftgen.NoSuchLockException
+	if _, err := c.CheckLock(ctx(t), &thriftgen.CheckLockRequest{Lockid: unknown}); !errors.As(err, &nsl) {
+		t.Fatalf("check_lock of a lock no metastore issued: want NoSuchLockException, got %T %v", err, err)
+	}
+	// Hive's unlock of an unknown id succeeds (its TxnHandler makes unlock
+	// idempotent); through the proxy it must answer the same, not a shim error.
+	if err := direct1.Unlock(ctx(t), &thriftgen.UnlockRequest{Lockid: unknown}); err != nil {
+		t.Fatalf("direct unlock of an unknown lock id: %v", err)
+	}
+	if err := c.Unlock(ctx(t), &thriftgen.UnlockRequest{Lockid: unknown}); err != nil {
+		t.Fatalf("unlock of an unknown lock id: the metastore answers success directly, the proxy %v", err)
+	}
 }
 
 // The isolation test: N committers following Iceberg's commit protocol
