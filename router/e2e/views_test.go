@@ -241,3 +241,45 @@ func TestViewsReadTheRightRowsWithSpark(t *testing.T) {
 		t.Errorf("the managed table's data next to the purged one: %v", err)
 	}
 }
+
+// A materialized view created through the proxy in catalog2: its creation
+// metadata (the tables it reads, "db.table") and its expanded text are
+// stored with catalog2's own names, so catalog2's metastore can find the
+// source tables (it looks each one up when it stores the view), and they
+// read back through the proxy in the client's names.
+func TestMaterializedViewCreationMetadataIsRewritten(t *testing.T) {
+	needHive(t)
+	p := proxytest.Start(t, twoCatalogs())
+	c := proxytest.Client(t, p.URI("primary"))
+	direct := proxytest.Client(t, hms2.URI)
+	db := uniq("mv")
+	mkDB(t, direct, db)
+	ext := "catalog2__" + db
+	mkTable(t, direct, db, "src")
+	mv := hiveView(ext, "mv", "SELECT id FROM "+ext+".src", "SELECT `src`.`id` FROM `"+ext+"`.`src`", "id bigint")
+	mv.TableType = "MATERIALIZED_VIEW"
+	mv.CreationMetadata = &thriftgen.CreationMetadata{CatName: "hive", DbName: ext, TblName: "mv", TablesUsed: []string{ext + ".src"}}
+	if err := c.CreateTable(ctx(t), mv); err != nil {
+		t.Fatalf("create materialized view %s.mv through the proxy: %v", ext, err)
+	}
+	stored, err := direct.GetTable(ctx(t), db, "mv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "SELECT `src`.`id` FROM `" + db + "`.`src`"; stored.ViewExpandedText != want {
+		t.Fatalf("catalog2 stored the expanded text %q, want %q", stored.ViewExpandedText, want)
+	}
+	if cm := stored.CreationMetadata; cm == nil || cm.DbName != db || len(cm.TablesUsed) != 1 || cm.TablesUsed[0] != db+".src" {
+		t.Fatalf("catalog2 stored the creation metadata %+v, want dbName %s and tablesUsed [%s.src]", cm, db, db)
+	}
+	got, err := c.GetTable(ctx(t), ext, "mv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm := got.CreationMetadata; cm == nil || cm.DbName != ext || len(cm.TablesUsed) != 1 || cm.TablesUsed[0] != ext+".src" {
+		t.Fatalf("through the proxy the creation metadata reads %+v, want dbName %s and tablesUsed [%s.src]", cm, ext, ext)
+	}
+	if !strings.Contains(got.ViewExpandedText, "`"+ext+"`.`src`") {
+		t.Fatalf("through the proxy the expanded text reads %q", got.ViewExpandedText)
+	}
+}
