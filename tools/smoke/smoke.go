@@ -6,6 +6,10 @@
 //	smoke lock         --uri thrift://host:9083 --db DB [--table T] [--partition P] [lock flags]
 //	smoke notification --uri thrift://host:9083 --db DB --table T --txn-id N --write-id N --files-added PATH[,PATH]
 //
+// --auth kerberos (with --server-principal, --client-principal, --keytab,
+// --krb5-conf) talks SASL/GSSAPI, as a client with
+// hive.metastore.sasl.enabled=true does.
+//
 // txn runs open_txns, allocate_table_write_ids, lock, check_lock,
 // get_valid_write_ids and commit_txn on a transactional table. lock opens one
 // transaction, takes the requested lock, checks it, optionally heartbeats and
@@ -34,6 +38,8 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
+	"github.com/hms-proxy/hms-proxy/security/gssapi"
+	"github.com/hms-proxy/hms-proxy/security/sasl"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
@@ -79,6 +85,13 @@ type options struct {
 	partitionVals string
 	replace       bool
 	framed        bool
+	// Kerberos (--auth kerberos): the front door's principal (_HOST allowed),
+	// the client's login, and the QOPs offered (hadoop.rpc.protection).
+	serverPrincipal string
+	clientPrincipal string
+	keytab          string
+	krb5Conf        string
+	qops            []sasl.QOP
 }
 
 type multiFlag []string
@@ -105,7 +118,9 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return ExitFail
 	}
 	defer closeFn()
-	if !out.run("set_ugi", func() (string, error) {
+	// Hive's client sends set_ugi only without SASL: a Kerberized session's
+	// user is its principal.
+	if o.auth == "none" && !out.run("set_ugi", func() (string, error) {
 		groups, err := client.SetUgi(ctx, o.user, []string{o.user})
 		return fmt.Sprintf("user %s, groups %v", o.user, groups), err
 	}) {
@@ -146,15 +161,15 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	defHost, _ := os.Hostname()
 	fs.StringVar(&o.uri, "uri", "", "metastore or proxy URI, thrift://host:port (required)")
-	fs.StringVar(&o.auth, "auth", "none", "none or kerberos (kerberos is not built yet)")
-	var principal, clientPrincipal, keytab, krb5, hdpJar string
-	fs.StringVar(&principal, "server-principal", "", "Kerberos principal of the proxy's front door (with --auth kerberos)")
-	fs.StringVar(&clientPrincipal, "client-principal", "", "Kerberos principal of the client (with --auth kerberos)")
-	fs.StringVar(&keytab, "keytab", "", "keytab of --client-principal (with --auth kerberos)")
-	fs.StringVar(&krb5, "krb5-conf", "", "krb5.conf (with --auth kerberos)")
+	fs.StringVar(&o.auth, "auth", "none", "none or kerberos (SASL/GSSAPI, as hive.metastore.sasl.enabled=true)")
+	var hdpJar, protection string
+	fs.StringVar(&o.serverPrincipal, "server-principal", "", "Kerberos principal of the metastore or the proxy's front door, _HOST allowed (with --auth kerberos)")
+	fs.StringVar(&o.clientPrincipal, "client-principal", "", "Kerberos principal of the client (with --auth kerberos)")
+	fs.StringVar(&o.keytab, "keytab", "", "keytab of --client-principal (with --auth kerberos)")
+	fs.StringVar(&o.krb5Conf, "krb5-conf", "", "krb5.conf (with --auth kerberos; default $KRB5_CONFIG, then /etc/krb5.conf)")
 	fs.StringVar(&hdpJar, "hdp-standalone-metastore-jar", "", "accepted for the Java client's command lines; not needed here")
 	fs.Var(&o.conf, "conf", "client setting key=value (repeatable): hive.metastore.client.socket.timeout, "+
-		"hive.metastore.thrift.framed.transport.enabled (or their metastore.* names)")
+		"hive.metastore.thrift.framed.transport.enabled (or their metastore.* names), hadoop.rpc.protection (with --auth kerberos)")
 	fs.StringVar(&o.user, "user", defUser, "user for set_ugi and the lock and transaction records")
 	fs.StringVar(&o.host, "hostname", defHost, "host name sent in open_txns and lock")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "socket timeout of each call")
@@ -181,13 +196,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	switch strings.ToLower(o.auth) {
-	case "none":
-		if principal != "" || clientPrincipal != "" || keytab != "" || krb5 != "" {
-			return nil, errors.New("--server-principal, --client-principal, --keytab and --krb5-conf need --auth kerberos")
-		}
-	case "kerberos":
-		return nil, errors.New("--auth kerberos: Kerberos (SASL/GSSAPI) is not built into this smoke client yet; use --auth none against a plain Thrift listener")
+	o.auth = strings.ToLower(o.auth)
+	switch o.auth {
+	case "none", "kerberos":
 	default:
 		return nil, fmt.Errorf("--auth %q: want none or kerberos", o.auth)
 	}
@@ -215,9 +226,14 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 				return nil, fmt.Errorf("--conf %s: %w", k, err)
 			}
 			o.framed = b
+		case "hadoop.rpc.protection":
+			protection = v
 		default:
 			return nil, fmt.Errorf("--conf %s: this client does not use that setting", k)
 		}
+	}
+	if err := o.checkKerberos(protection); err != nil {
+		return nil, err
 	}
 	if o.timeout <= 0 || o.wait < 0 {
 		return nil, errors.New("--timeout must be positive and --wait not negative")
@@ -288,7 +304,68 @@ func hiveDuration(v string) (time.Duration, error) {
 	return time.Duration(n) * u, nil
 }
 
-// connect opens TBinaryProtocol over a buffered (or framed) socket, as Hive's client does.
+// checkKerberos checks the Kerberos flags against --auth, as Hive's client
+// would: SASL needs the principals and a keytab, and is never framed.
+func (o *options) checkKerberos(protection string) error {
+	if o.auth != "kerberos" {
+		if o.serverPrincipal != "" || o.clientPrincipal != "" || o.keytab != "" || o.krb5Conf != "" || protection != "" {
+			return errors.New("--server-principal, --client-principal, --keytab, --krb5-conf and --conf hadoop.rpc.protection need --auth kerberos")
+		}
+		return nil
+	}
+	var missing []string
+	for _, f := range []struct{ name, v string }{{"--server-principal", o.serverPrincipal}, {"--client-principal", o.clientPrincipal}, {"--keytab", o.keytab}} {
+		if f.v == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("--auth kerberos needs %s", strings.Join(missing, ", "))
+	}
+	if o.framed {
+		return errors.New("--auth kerberos with framed transport: Hive's SASL transport is never framed (hive.metastore.thrift.framed.transport.enabled=false)")
+	}
+	if o.krb5Conf == "" {
+		o.krb5Conf = os.Getenv("KRB5_CONFIG")
+	}
+	if o.krb5Conf == "" {
+		o.krb5Conf = "/etc/krb5.conf"
+	}
+	if protection == "" {
+		protection = "privacy,integrity,authentication"
+	}
+	q, err := sasl.ParseProtection(protection)
+	if err != nil {
+		return fmt.Errorf("--conf %w", err)
+	}
+	o.qops = q
+	return nil
+}
+
+// kerberosDial logs in from the keytab and returns a dial function that opens
+// a SASL/GSSAPI session with the server principal.
+func kerberosDial(o *options) (func(ctx context.Context, network, addr string) (net.Conn, error), error) {
+	kt, err := gssapi.LoadKeytab(o.keytab)
+	if err != nil {
+		return nil, fmt.Errorf("--keytab %s: %w", o.keytab, err)
+	}
+	cfg, err := gssapi.LoadConfig(o.krb5Conf)
+	if err != nil {
+		return nil, fmt.Errorf("--krb5-conf %s: %w", o.krb5Conf, err)
+	}
+	l, err := gssapi.NewLogin(gssapi.LoginOptions{Principal: o.clientPrincipal, Keytab: kt, Config: cfg})
+	if err != nil {
+		return nil, fmt.Errorf("--client-principal %s: %w", o.clientPrincipal, err)
+	}
+	in, err := gssapi.NewInitiator(gssapi.InitiatorOptions{Login: l, Principal: o.serverPrincipal, QOPs: o.qops, HandshakeTimeout: o.timeout})
+	if err != nil {
+		return nil, fmt.Errorf("--server-principal %s: %w", o.serverPrincipal, err)
+	}
+	return in.Dial(&net.Dialer{Timeout: o.timeout}), nil
+}
+
+// connect opens TBinaryProtocol over a buffered (or framed) socket, as Hive's
+// client does; with --auth kerberos over a SASL/GSSAPI session.
 func connect(o *options) (*thriftgen.Client, func(), error) {
 	u, err := url.Parse(o.uri)
 	if err != nil || u.Scheme != "thrift" || u.Host == "" {
@@ -298,6 +375,21 @@ func connect(o *options) (*thriftgen.Client, func(), error) {
 		return nil, nil, fmt.Errorf("--uri %q: want thrift://host:port", o.uri)
 	}
 	cfg := &thrift.TConfiguration{ConnectTimeout: o.timeout, SocketTimeout: o.timeout}
+	if o.auth == "kerberos" {
+		dial, err := kerberosDial(o)
+		if err != nil {
+			return nil, nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+		defer cancel()
+		c, err := dial(ctx, "tcp", u.Host)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", o.uri, err)
+		}
+		trans := thrift.NewTBufferedTransport(thrift.NewTSocketFromConnConf(c, cfg), 64<<10)
+		proto := thrift.NewTBinaryProtocolConf(trans, cfg)
+		return thriftgen.NewClient(thrift.NewTStandardClient(proto, proto)), func() { trans.Close() }, nil
+	}
 	var trans thrift.TTransport = thrift.NewTBufferedTransport(thrift.NewTSocketConf(u.Host, cfg), 64<<10)
 	if o.framed {
 		trans = thrift.NewTFramedTransportConf(thrift.NewTSocketConf(u.Host, cfg), cfg)
