@@ -15,6 +15,13 @@ import (
 // whose metastores are never dialled (catalog3 runs Hive 4.1).
 func testRouter(t *testing.T, extra ...string) *Router {
 	t.Helper()
+	return testRouterWith(t, Options{}, extra...)
+}
+
+// testRouterWith is testRouter with more options (Config and Locks are set
+// here).
+func testRouterWith(t *testing.T, opt Options, extra ...string) *Router {
+	t.Helper()
 	props := map[string]string{
 		"catalogs":                "catalog1,catalog2,catalog3",
 		"routing.default-catalog": "catalog1",
@@ -39,7 +46,8 @@ func testRouter(t *testing.T, extra ...string) *Router {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { shim.Close() })
-	r, err := New(Options{Config: cfg, Locks: shim})
+	opt.Config, opt.Locks = cfg, shim
+	r, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/thrift/lib/go/thrift"
@@ -318,5 +319,68 @@ func TestLogTracerStages(t *testing.T) {
 	})
 	if buf.Len() != 0 || allocs != 0 {
 		t.Errorf("tracer at INFO wrote %q and allocated %.0f times per request", buf.String(), allocs)
+	}
+}
+
+// The router hands every plan to the tracer, between the client's request
+// and whatever the plan does: a target, a local answer, a refusal with its
+// reason,
+// a split lock (catalog2's and catalog3's parts are the shim's); the test
+// router's metastores do not exist, so get_table fails after its plan.
+func TestRouterTracesThePlanOfEachRequest(t *testing.T) {
+	log, buf := capture(slog.LevelDebug)
+	r := testRouterWith(t, Options{Tracer: NewTracer(log)})
+	conn := &ConnInfo{Remote: "127.0.0.1:5555", Frontend: &Frontend{Name: "primary"}}
+	calls := []struct {
+		method string
+		args   wire.Value
+		plan   string
+	}{
+		{"get_table", wire.Struct(wire.Field{ID: 1, V: wire.Str("catalog2__sales")}, wire.Field{ID: 2, V: wire.Str("orders")}),
+			""}, // dialled, fails: the plan is traced before
+		{"get_catalogs", wire.Struct(), "get_catalogs"},
+		{"lock", wire.Struct(wire.Field{ID: 1, V: wire.Struct(
+			wire.Field{ID: 1, V: wire.List(wire.TStruct,
+				wire.Struct(wire.Field{ID: 1, V: wire.I32(3)}, wire.Field{ID: 2, V: wire.I32(2)}, wire.Field{ID: 3, V: wire.Str("catalog2__a")}),
+				wire.Struct(wire.Field{ID: 1, V: wire.I32(3)}, wire.Field{ID: 2, V: wire.I32(2)}, wire.Field{ID: 3, V: wire.Str("catalog3__b")}))},
+			wire.Field{ID: 2, V: wire.I64(7)}, wire.Field{ID: 3, V: wire.Str("u")}, wire.Field{ID: 4, V: wire.Str("h")})}),
+			"split-lock"},
+		{"add_partitions", wire.Struct(wire.Field{ID: 1, V: wire.List(wire.TStruct,
+			wire.Struct(wire.Field{ID: 2, V: wire.Str("catalog2__a")}, wire.Field{ID: 3, V: wire.Str("t")}),
+			wire.Struct(wire.Field{ID: 2, V: wire.Str("catalog3__a")}, wire.Field{ID: 3, V: wire.Str("t")}))}),
+			"refuse ambiguous"},
+	}
+	for i, c := range calls {
+		raw := wire.AppendMessage(nil, wire.Header{Name: c.method, Type: wire.Call, SeqID: int32(i + 1)}, &c.args)
+		m, err := wire.ParseMessage(raw, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		r.Handle(ctx, conn, m, nil)
+		cancel()
+	}
+	var plans []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		if rec["stage"] == StagePlan {
+			plans = append(plans, rec)
+		}
+	}
+	if len(plans) != len(calls) {
+		t.Fatalf("%d plan records for %d requests:\n%s", len(plans), len(calls), buf.String())
+	}
+	want := []string{"single catalog2", "get_catalogs", "catalog1", "catalog2 and catalog3"}
+	for i, rec := range plans {
+		text := fmt.Sprint(rec["plan"])
+		if !strings.Contains(text, want[i]) {
+			t.Errorf("plan record %d (%s): %q, want it to contain %q", i, calls[i].method, text, want[i])
+		}
+		if c := calls[i].plan; c != "" && !strings.Contains(strings.ToLower(text), c) {
+			t.Errorf("plan record %d (%s): %q, want it to contain %q", i, calls[i].method, text, c)
+		}
 	}
 }
