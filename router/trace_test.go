@@ -323,10 +323,10 @@ func TestLogTracerStages(t *testing.T) {
 }
 
 // The router hands every plan to the tracer, between the client's request
-// and whatever the plan does: a target, a local answer, a refusal with its
-// reason,
-// a split lock (catalog2's and catalog3's parts are the shim's); the test
-// router's metastores do not exist, so get_table fails after its plan.
+// and whatever the plan does: a target, a local answer, a split lock
+// (catalog2's and catalog3's parts are the shim's), a refusal with its
+// reason. The test router's metastores do not exist, so get_table fails
+// after its plan.
 func TestRouterTracesThePlanOfEachRequest(t *testing.T) {
 	log, buf := capture(slog.LevelDebug)
 	r := testRouterWith(t, Options{Tracer: NewTracer(log)})
