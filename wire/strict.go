@@ -25,7 +25,13 @@ import (
 //   - a union (of the schema) that does not hold exactly one field: Hive's
 //     union reader reads one field and then one field header more, taking it
 //     for the STOP, so a second field (or the byte after an empty union) is
-//     read as something else than what it is.
+//     read as something else than what it is;
+//   - a struct without a field that is required in the profile, or with a
+//     required enum field holding a number no Hive version defines (Hive
+//     reads it as null, so the field is unset): Hive's reader checks required
+//     fields at the end of each struct and throws there, in the middle of the
+//     call; its server answers PROTOCOL_ERROR and reads the rest of the call
+//     as the next message (which it then refuses, closing the session).
 //
 // Unknown field ids of valid wire types still pass byte for byte.
 
@@ -36,6 +42,7 @@ const (
 	ReasonUnknownType = "unknown_type"
 	ReasonMessageType = "message_type"
 	ReasonUnion       = "union"
+	ReasonRequired    = "required_field"
 )
 
 // StrictError is a message refused by strict reading. The header was read, so
@@ -84,6 +91,9 @@ type stype struct {
 	st        *sstruct
 	elem, key *stype
 	name      string // schema spelling, for messages
+	// enum is set for a required enum field: a number it does not define
+	// leaves the field unset in Hive's reader.
+	enum *thriftgen.Enum
 }
 
 // sstruct is the strict view of one struct for one profile: field id →
@@ -95,6 +105,10 @@ type sstruct struct {
 	names   map[int16]string
 	dialect *thriftgen.Dialect
 	union   bool
+	// required are the canonical ids of the fields required in the profile:
+	// bits 0..63 in reqMask, any other id in reqOther.
+	reqMask  uint64
+	reqOther []int16
 }
 
 func inside(l loc) loc { l.in = true; return l }
@@ -166,6 +180,18 @@ func (s *StrictSchema) compile(name string) (*sstruct, error) {
 		if err != nil {
 			return nil, err
 		}
+		if s.required(f) {
+			if f.ID >= 0 && f.ID < 64 {
+				st.reqMask |= 1 << uint(f.ID)
+			} else {
+				st.reqOther = append(st.reqOther, f.ID)
+			}
+			if f.Type.Kind == thriftgen.KindEnum {
+				e := *t
+				e.enum = thriftgen.LookupEnum(f.Type.Name)
+				t = &e
+			}
+		}
 		st.names[f.ID] = f.Name
 		if f.ID >= 0 && f.ID < 64 {
 			st.direct[f.ID] = t
@@ -174,6 +200,18 @@ func (s *StrictSchema) compile(name string) (*sstruct, error) {
 		}
 	}
 	return st, nil
+}
+
+// required reports whether Hive's reader of the profile insists on f: the
+// profile's own requiredness (only fields the profile has;
+// GetValidWriteIdsRequest.validTxnList is required in 3.1.3 only, and the
+// compatibility layer fills it in for 3.1.3 backends of other front doors);
+// for profile 0, a view for backends of any version, required in any.
+func (s *StrictSchema) required(f *thriftgen.Field) bool {
+	if s.profile == 0 {
+		return f.Required == thriftgen.RequirednessRequired || f.RequiredIn != 0
+	}
+	return f.Profiles.Has(s.profile) && f.RequirednessIn(s.profile) == thriftgen.RequirednessRequired
 }
 
 func (s *StrictSchema) typeOf(t *thriftgen.Type) (*stype, error) {
@@ -281,6 +319,19 @@ func (r *strictReader) value(t byte, want *stype, where loc, depth int) error {
 			return r.fail(ReasonUnknownType, "%s is a map<%s,%s>, which Hive's Thrift cannot read", where, typeName(kt), typeName(vt))
 		}
 		return r.mapElems(n, where, depth, kt, vt, key, val)
+	case TI32:
+		if want != nil && want.enum != nil {
+			at := r.b.Pos
+			n, err := r.b.I32()
+			if err != nil {
+				return err
+			}
+			if want.enum.ValueByNumber(n) == nil {
+				r.b.Pos = at
+				return r.fail(ReasonRequired, "%s is required and holds %d, which is not a value of %s in any Hive version; Hive's reader would leave it unset and stop in the middle of the call", where, n, want.enum.Name)
+			}
+			return nil
+		}
 	}
 	return r.b.Skip(t, depth)
 }
@@ -317,6 +368,8 @@ func (r *strictReader) structBody(st *sstruct, where loc, depth int) error {
 	if depth > MaxDepth {
 		return perr(ErrMalformed, r.b.Pos, "nesting deeper than %d", MaxDepth)
 	}
+	var seen uint64
+	var seenOther []int16
 	for n := 0; ; n++ {
 		t, id, err := r.b.FieldHeader()
 		if err != nil {
@@ -331,6 +384,13 @@ func (r *strictReader) structBody(st *sstruct, where loc, depth int) error {
 			return r.fail(ReasonUnion, "%s (union %s) holds a second field (%d); Hive's reader reads only the first", where, st.name, id)
 		}
 		if t == TStop {
+			if st != nil {
+				r.b.Pos--
+				if err := r.requiredSeen(st, where, seen, seenOther); err != nil {
+					return err
+				}
+				r.b.Pos++
+			}
 			return nil
 		}
 		var want *stype
@@ -342,11 +402,49 @@ func (r *strictReader) structBody(st *sstruct, where loc, depth int) error {
 			if want != nil && t != want.wire {
 				return r.fail(ReasonFieldType, "%s has wire type %s, the schema says %s", fieldWhere, typeName(t), want.name)
 			}
+			if want != nil {
+				if canon >= 0 && canon < 64 {
+					seen |= 1 << uint(canon)
+				} else if len(st.reqOther) > 0 {
+					seenOther = append(seenOther, canon)
+				}
+			}
 		}
 		if err := r.value(t, want, fieldWhere, depth+1); err != nil {
 			return err
 		}
 	}
+}
+
+// requiredSeen fails when a field required in st was not among those read
+// (the reader is at the struct's STOP).
+func (r *strictReader) requiredSeen(st *sstruct, where loc, seen uint64, seenOther []int16) error {
+	missing := -1
+	if m := st.reqMask &^ seen; m != 0 {
+		for id := 0; id < 64; id++ {
+			if m&(1<<uint(id)) != 0 {
+				missing = id
+				break
+			}
+		}
+	}
+	if missing < 0 {
+	next:
+		for _, id := range st.reqOther {
+			for _, s := range seenOther {
+				if s == id {
+					continue next
+				}
+			}
+			missing = int(id)
+			break
+		}
+	}
+	if missing < 0 {
+		return nil
+	}
+	f := loc{st: st, id: int16(missing)}
+	return r.fail(ReasonRequired, "%s is required and missing (in %s); Hive's reader would stop in the middle of the call", f, where)
 }
 
 // readStrict walks a call's body in b (positioned at the body) with the

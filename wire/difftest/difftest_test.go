@@ -2,7 +2,6 @@ package difftest
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -112,14 +111,10 @@ func (tl tally) log(t *testing.T) {
 }
 
 // knownDefects are kinds of disagreement this harness found that the strict reader does not prevent yet; each
-// has its own test, skipped with the reason (TestKnownDefect*). The corpus tests count them; the fuzz target skips
-// an input that shows only these. Anything else fails.
-var knownDefects = []struct{ name, marker string }{
-	// Hive's generated reader validates required fields (and reads an enum value it does not know as null) at
-	// the end of each struct and throws mid-call; the server answers PROTOCOL_ERROR and reads the rest of the
-	// call as the next message. See TestKnownDefectMissingRequiredFieldDesyncsHive.
-	{"required-field", "protocol_error: TProtocolException(0): Required field '"},
-}
+// would have its own test, skipped with the reason. The corpus tests count them; the fuzz target skips an input
+// that shows only these. Anything else fails. There are none: the last one (required fields Hive checks at the
+// end of each struct) is refused now (TestMissingRequiredFieldIsRefusedWhereHiveStopsEarly).
+var knownDefects []struct{ name, marker string }
 
 func knownDefect(d Disagreement) string {
 	for _, k := range knownDefects {
@@ -399,13 +394,9 @@ func unionSmuggling(t *testing.T) []byte {
 // Hive's generated reader checks required fields at the end of every struct (and reads an enum value it does not
 // know as null, so a required enum field with such a value is unset too). It throws in the middle of the call;
 // the server answers PROTOCOL_ERROR and reads the rest of the call (at least the arguments' STOP) as the next
-// message on the connection. The strict reader accepts such calls: which requiredness applies depends on the
-// backend's version (GetValidWriteIdsRequest.validTxnList is required in 3.1.3 only), and the enum values a
-// backend knows too; the front door's strict view has one profile, the frontend's. The pool contains it: a
-// session whose call was answered PROTOCOL_ERROR is closed, not reused
-// (router/e2e TestHardeningProtocolErrorOfTheMetastoreRetiresItsSession). HMS_PROXY_KNOWN_DEFECTS=1 runs this
-// test (it fails until the strict reader checks required fields).
-func TestKnownDefectMissingRequiredFieldDesyncsHive(t *testing.T) {
+// message on the connection. The strict reader refuses such a call (required_field), by the requiredness of the
+// frontend's profile; Hive's readers confirm that they would have stopped one byte before the call's end.
+func TestMissingRequiredFieldIsRefusedWhereHiveStopsEarly(t *testing.T) {
 	c := checker(t)
 	// lock(LockRequest{component: [LockComponent{type: EXCLUSIVE, level: TABLE, dbname: "db"}], hostname: "h"}):
 	// LockRequest's required user is missing.
@@ -413,22 +404,18 @@ func TestKnownDefectMissingRequiredFieldDesyncsHive(t *testing.T) {
 	rq := wire.Struct(wire.Field{ID: 1, V: wire.List(wire.TStruct, comp)}, wire.Field{ID: 4, V: wire.Str("h")})
 	args := wire.Struct(wire.Field{ID: 1, V: rq})
 	raw := wire.AppendMessage(nil, wire.Header{Name: "lock", Type: wire.Call, SeqID: 1}, &args)
-	v, err := c.Check(raw, false)
+	v, err := c.Check(raw, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range v.Disagreements {
-		t.Logf("%s", d)
+	var se *wire.StrictError
+	if !errors.As(v.Refused, &se) || se.Reason != wire.ReasonRequired || !strings.Contains(se.Error(), "LockRequest.user") {
+		t.Fatalf("the strict reader must refuse a LockRequest without its required user, naming it: %v", v.Refused)
 	}
-	if len(v.Disagreements) != 2 || knownDefect(v.Disagreements[0]) != "required-field" {
-		t.Fatalf("Hive 3.1.3 and 4.1.0 both stop at the end of LockRequest, one byte before the end of the call: %v", v.Disagreements)
-	}
-	t.Logf("the call (hex): %s", hex.EncodeToString(raw))
-	if os.Getenv("HMS_PROXY_KNOWN_DEFECTS") != "1" {
-		t.Skip("known defect, not fixed: the strict reader does not check required fields (nor required enum values); see the comment")
-	}
-	if v.Refused == nil {
-		t.Fatal("the strict reader accepts a call whose required field is missing; Hive reads it out of step")
+	for ver, hr := range v.Hive {
+		if len(hr.Messages) == 0 || hr.Messages[0].End == len(raw) || !strings.Contains(hr.Messages[0].Error+hr.Stop, "Required field 'user'") {
+			t.Errorf("Hive %s was expected to stop early on the missing user: %+v", ver, hr)
+		}
 	}
 }
 
