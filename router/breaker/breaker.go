@@ -271,6 +271,17 @@ func stateName(s gobreaker.State) string {
 	}
 }
 
+// Circuit is the circuit's state (Closed, Open, HalfOpen or Disabled);
+// cheaper than State.
+func (g *Guard) Circuit() string { return g.circuit() }
+
+// LatencyEWMA is the latency EWMA of replies; ok is false before the first.
+func (g *Guard) LatencyEWMA() (ewma time.Duration, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return time.Duration(g.ewma * float64(time.Millisecond)), g.sampled
+}
+
 func (g *Guard) circuit() string {
 	cb := g.cb.Load()
 	if cb == nil {
