@@ -81,6 +81,19 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	ropts := router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer, Tables: tables}
+	// Latency-aware routing and overload protection (resilience.go); the
+	// rate limit is the first policy of the chain.
+	limiter, err := rateLimiter(cfg, a.Registry)
+	if err == nil {
+		ropts.Resilience, err = resilience(cfg, a.Registry, log)
+	}
+	if err != nil {
+		a.closePurge()
+		a.Security.Close()
+		a.closeFiles()
+		return nil, err
+	}
+	ropts.Outer = append([]router.Middleware{router.RateLimit(limiter, a.Metrics)}, ropts.Outer...)
 	a.Security.routerOptions(&ropts)
 	if a.Router, err = router.New(ropts); err != nil {
 		a.closePurge()
@@ -159,6 +172,7 @@ func Build(cfg *configs.Config, log *slog.Logger) (*App, error) {
 // Start binds every listener; on any failure it stops what it started.
 func (a *App) Start() error {
 	a.Security.Start()
+	a.Router.Start() // background polling, cache refresh
 	for i, l := range a.Listeners {
 		if err := l.Start(); err != nil {
 			a.Shutdown(context.Background())

@@ -63,12 +63,13 @@ type Local uint8
 
 // Local answers.
 const (
-	AnswerNone     Local = iota
-	AnswerSetUGI         // binds the caller's identity to the connection
-	AnswerCatalogs       // get_catalogs: the configured catalogs
-	AnswerVersion        // getVersion: the front door's profile identity
-	AnswerOneway         // fb303 shutdown/reinitialize: never reach a backend
-	AnswerHandler        // an Options.Local handler (delegation tokens)
+	AnswerNone              Local = iota
+	AnswerSetUGI                  // binds the caller's identity to the connection
+	AnswerCatalogs                // get_catalogs: the configured catalogs
+	AnswerVersion                 // getVersion: the front door's profile identity
+	AnswerOneway                  // fb303 shutdown/reinitialize: never reach a backend
+	AnswerHandler                 // an Options.Local handler (delegation tokens)
+	AnswerRefreshPrivileges       // refresh_privileges: success (routing.refresh-privileges.synthetic-success)
 )
 
 // Merge says how fan-out answers are combined.
@@ -126,6 +127,9 @@ type Refusal struct {
 	Kind    RefusalKind
 	Reason  string // label: ambiguous, namespace_less, catalog_registry, cross_catalog_rename, access_mode, exposure, ...
 	Message string
+	// Status is the request's status label (metrics, audit); "" is
+	// "error" ("throttled" for a rate limit).
+	Status string
 }
 
 func (r *Refusal) Error() string { return r.Message }
@@ -178,7 +182,7 @@ func (p *Plan) String() string {
 			b.WriteString("]")
 		}
 	case PlanLocal:
-		b.WriteString([...]string{"", " set_ugi", " get_catalogs", " getVersion", " oneway fb303", " local handler"}[p.Local])
+		b.WriteString([...]string{"", " set_ugi", " get_catalogs", " getVersion", " oneway fb303", " local handler", " refresh_privileges success"}[p.Local])
 	case PlanRefuse:
 		fmt.Fprintf(&b, " %s: %s", p.Refusal.Reason, p.Refusal.Message)
 	}
@@ -205,6 +209,10 @@ func (r *Router) plan(req *request) {
 	}
 	if r.locals[m.Name] != nil {
 		p.Kind, p.Local = PlanLocal, AnswerHandler
+		return
+	}
+	if r.res.opt.SyntheticRefreshPrivileges && m.Name == "refresh_privileges" {
+		p.Kind, p.Local = PlanLocal, AnswerRefreshPrivileges
 		return
 	}
 	switch spec.Special {
