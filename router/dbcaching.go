@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
 	"github.com/hms-proxy/hms-proxy/security"
@@ -34,7 +35,8 @@ func (r *Router) metadataKey(x *Exchange, args []byte, adapted bool) (dbcache.Ke
 	if !metadataCached[x.Method()] || len(p.DBs) == 0 || !r.res.cache.Enabled(dbcache.DatabaseMetadata) {
 		return dbcache.Key{}, false
 	}
-	k := dbcache.Key{Catalog: x.Cat.Name, Name: p.DBs[0], User: userKey(x.Identity())}
+	// p.DBs are views of the request buffer: the cache keeps its key.
+	k := dbcache.Key{Catalog: x.Cat.Name, Name: strings.Clone(p.DBs[0]), User: userKey(x.Identity())}
 	if x.Method() != "get_database" || adapted {
 		// get_database's only argument is the name; other requests carry
 		// more that the answer may depend on.

@@ -201,6 +201,7 @@ func (b *Backend) call(ctx context.Context, req []byte, retry bool, rw *ReplyWal
 	}
 	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
 		deadline = d
+		limit = 0 // the caller's deadline, not the catalog's limit
 	}
 	s, err := b.borrow(ctx, deadline)
 	if err != nil {
@@ -452,10 +453,13 @@ func (b *Backend) dial(ctx context.Context, deadline time.Time) (*session, error
 	var errs []string
 	for attempt := 0; attempt < b.opt.ConnectRetries; attempt++ {
 		if attempt > 0 && b.opt.RetryDelay > 0 {
+			t := time.NewTimer(b.opt.RetryDelay)
 			select {
-			case <-time.After(b.opt.RetryDelay):
+			case <-t.C:
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				t.Stop()
+				return nil, fmt.Errorf("catalog %s: cannot connect to any metastore URI (%s): %s; no time left for another attempt: %w",
+					b.opt.Catalog, strings.Join(b.opt.URIs, ","), strings.Join(dedupe(errs), "; "), ctx.Err())
 			}
 		}
 		addrs := b.addrs
