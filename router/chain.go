@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
@@ -48,6 +49,7 @@ type Exchange struct {
 	legN                 int
 	legErr               error
 	omitted              string
+	by                   time.Time // the fan-out's bound (zero: none)
 }
 
 // ReplyFilter changes the body of the backend's answer (a *_result struct

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
@@ -34,6 +35,9 @@ import (
 // backend answered still fails the call, and so does a fan-out whose every
 // catalog was left out.
 
+// allDatabases is the list cache's name of get_all_databases.
+var allDatabases = dbcache.ListName("get_all_databases", "")
+
 // fanOut runs the legs of a fan-out plan and merges their answers in
 // catalog order.
 func (r *Router) fanOut(ctx context.Context, req *request) {
@@ -44,17 +48,21 @@ func (r *Router) fanOut(ctx context.Context, req *request) {
 	} else {
 		req.fanout = true
 	}
+	var by time.Time // the fan-out's bound, passed down as a value
 	if t := r.res.opt.FanoutTimeout; t > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t)
-		defer cancel()
+		by = time.Now().Add(t)
 	}
 	safe := r.res.opt.SafeFanoutReads
-	xs := make([]Exchange, len(p.Legs))
-	req.asked = make([]string, 0, len(p.Legs))
+	var xs []Exchange
+	if len(p.Legs) == 1 {
+		xs = unsafe.Slice(&req.x, 1) // the single-catalog exchange is free
+	} else {
+		xs = make([]Exchange, len(p.Legs))
+	}
+	req.asked = req.askedArr[:0]
 	for i := range p.Legs {
 		x := &xs[i]
-		*x = Exchange{req: req, Cat: p.Legs[i].Cat, Leg: &p.Legs[i]}
+		*x = Exchange{req: req, Cat: p.Legs[i].Cat, Leg: &p.Legs[i], by: by}
 		if safe {
 			if why := r.degradedNow(x.Cat); why != "" {
 				x.omitted = why
@@ -118,32 +126,33 @@ func (r *Router) fanOut(ctx context.Context, req *request) {
 // the first leg error in STRICT mode, the first one that is not an omission
 // under SAFE_FANOUT_READS. That failure cancels the other legs.
 func (r *Router) runLegs(ctx context.Context, xs []Exchange, safe bool) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	req := xs[0].req
 	if h := r.res.opt.Hedge; h.Enabled {
 		n := h.MaxParallelism
 		if n <= 0 {
 			n = len(xs)
 		}
-		xs[0].req.fanSem = make(chan struct{}, n)
+		req.fanSem = make(chan struct{}, n)
 	}
+	if len(req.asked) == 1 || r.allCached(xs) { // nothing to overlap or cancel
+		for i := range xs {
+			if xs[i].omitted == "" {
+				if err := r.runLeg(ctx, &xs[i]); err != nil && (!safe || omissionReason(err) == "") {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var (
 		once  sync.Once
 		first error
 	)
 	run := func(x *Exchange) {
-		if sem := x.req.fanSem; sem != nil {
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			case <-ctx.Done():
-				x.legErr = &backendError{cat: x.Cat, err: ctx.Err()}
-				return
-			}
-		}
-		x.legErr = r.chain(ctx, x)
-		if x.legErr != nil && (!safe || omissionReason(x.legErr) == "") {
-			once.Do(func() { first = x.legErr; cancel() })
+		if err := r.runLeg(ctx, x); err != nil && (!safe || omissionReason(err) == "") {
+			once.Do(func() { first = err; cancel() })
 		}
 	}
 	last := -1
@@ -163,6 +172,51 @@ func (r *Router) runLegs(ctx context.Context, xs []Exchange, safe bool) error {
 	run(&xs[last])
 	wg.Wait()
 	return first
+}
+
+// allCached reports whether every leg to run is a database list the list
+// cache holds fresh: then they run one after the other on this goroutine,
+// as copies of cached bytes cost less than goroutines.
+func (r *Router) allCached(xs []Exchange) bool {
+	c := r.res.cache
+	if !c.Enabled(dbcache.DatabaseList) {
+		return false
+	}
+	for i := range xs {
+		x := &xs[i]
+		if x.omitted != "" {
+			continue
+		}
+		if x.Leg.Op != LegDatabases || x.Leg.BackendPattern != "" ||
+			!c.Fresh(dbcache.DatabaseList, dbcache.Key{Catalog: x.Cat.Name, Name: allDatabases, User: r.listUser(x)}) {
+			return false
+		}
+	}
+	return true
+}
+
+// listUser is the list cache's caller key of x ("" when the cache is shared).
+func (r *Router) listUser(x *Exchange) string {
+	if r.res.cache.Shared(dbcache.DatabaseList) {
+		return ""
+	}
+	return userKey(x.Identity())
+}
+
+// runLeg runs one leg through the policy chain (within max-parallelism
+// when hedged reads bound it) and keeps its error.
+func (r *Router) runLeg(ctx context.Context, x *Exchange) error {
+	if sem := x.req.fanSem; sem != nil {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		case <-ctx.Done():
+			x.legErr = &backendError{cat: x.Cat, err: ctx.Err()}
+			return x.legErr
+		}
+	}
+	x.legErr = r.chain(ctx, x)
+	return x.legErr
 }
 
 // fanOutFailed answers a fan-out whose leg failed.
@@ -271,7 +325,11 @@ func (r *Router) legDatabases(ctx context.Context, x *Exchange, backendPattern s
 		args = wire.AppendString(wire.AppendFieldHeader(nil, wire.TString, 1), backendPattern)
 		args = append(args, wire.TStop)
 	}
-	body, release, err := r.legFetch(ctx, x, method, args, dbcache.ListName(method, backendPattern))
+	name := allDatabases
+	if backendPattern != "" && r.res.cache.Enabled(dbcache.DatabaseList) {
+		name = dbcache.ListName(method, backendPattern)
+	}
+	body, release, err := r.legFetch(ctx, x, method, args, name)
 	if err != nil {
 		return err
 	}
@@ -416,13 +474,13 @@ func (r *Router) legFetch(ctx context.Context, x *Exchange, method string, args 
 	cat := x.Cat
 	if cacheName != "" && r.res.cache.Enabled(dbcache.DatabaseList) {
 		id := x.Identity()
-		load := r.listLoader(cat, id, method, args, cacheName == dbcache.ListName("get_all_databases", ""))
+		load := r.listLoader(cat, id, method, args, cacheName == allDatabases)
 		if x.scratchPool == nil {
 			x.scratchPool = r.bufs.Get().(*[]byte)
 			x.scratch = (*x.scratchPool)[:0]
 		}
 		val, _, err := r.res.cache.Get(ctx, dbcache.DatabaseList,
-			dbcache.Key{Catalog: cat.Name, Name: cacheName, User: userKey(id)}, x.scratch[:0], load)
+			dbcache.Key{Catalog: cat.Name, Name: cacheName, User: r.listUser(x)}, x.scratch[:0], load)
 		x.scratch = val
 		if err != nil {
 			return nil, nil, err
@@ -434,9 +492,13 @@ func (r *Router) legFetch(ctx context.Context, x *Exchange, method string, args 
 	req := wire.AppendHeader((*bufp)[:0], wire.Header{Name: method, Type: wire.Call, SeqID: 1})
 	req = append(req, args...)
 	*bufp = req
-	reply, done, err := r.fetch(ctx, x.req.info.ID, cat, req, x.req.fanSem)
+	reply, done, err := r.fetch(ctx, x.req.info.ID, cat, req, x.req.fanSem, x.by)
 	r.bufs.Put(bufp)
 	if err != nil {
+		if !x.by.IsZero() && !time.Now().Before(x.by) && !errors.Is(err, ErrBudgetExceeded) {
+			err = fmt.Errorf("catalog %s: no answer within the fan-out's bound of %v (routing.hedged-read.fanout-timeout-ms): %w",
+				cat.Name, r.res.opt.FanoutTimeout, err)
+		}
 		return nil, nil, &backendError{cat: cat, err: err}
 	}
 	if reply.Type == wire.Exception {
@@ -498,7 +560,7 @@ func (r *Router) newListLoader(cat *Catalog, id *security.Identity, method strin
 		ctx = context.WithValue(ctx, ctxKey{}, &RequestInfo{Method: method, Identity: id})
 		req := wire.AppendHeader(make([]byte, 0, 64+len(args)), wire.Header{Name: method, Type: wire.Call, SeqID: 1})
 		req = append(req, args...)
-		reply, done, err := r.fetch(ctx, 0, cat, req, nil)
+		reply, done, err := r.fetch(ctx, 0, cat, req, nil, time.Time{})
 		if err != nil {
 			return nil, false, &backendError{cat: cat, err: err}
 		}
@@ -514,7 +576,7 @@ func (r *Router) newListLoader(cat *Catalog, id *security.Identity, method strin
 // fetch sends one call (a whole message, which it may modify) to cat on the
 // pool of ctx's caller; with hedged reads on, a second attempt goes to
 // another session once the first has taken longer than the hedge delay.
-func (r *Router) fetch(ctx context.Context, id uint64, cat *Catalog, req []byte, sem chan struct{}) (*wire.Message, func(), error) {
+func (r *Router) fetch(ctx context.Context, id uint64, cat *Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
 	b, err := r.backendFor(ctx, cat)
 	if err != nil {
 		return nil, nil, err
@@ -525,9 +587,9 @@ func (r *Router) fetch(ctx context.Context, id uint64, cat *Catalog, req []byte,
 	var reply *wire.Message
 	var done func()
 	if r.res.opt.Hedge.Enabled {
-		reply, done, err = r.hedged(ctx, b, cat, req, sem)
+		reply, done, err = r.hedged(ctx, b, cat, req, sem, by)
 	} else {
-		reply, done, err = b.Call(ctx, req, true)
+		reply, done, err = b.CallBefore(ctx, req, true, by)
 	}
 	if r.trace != nil {
 		r.trace.BackendReply(id, cat.Name, reply, err)
@@ -567,16 +629,16 @@ func (r *Router) hedgeDelay(cat *Catalog) time.Duration {
 // session: the first answer wins, the other attempt is cancelled (its
 // session closed; the breaker counts a cancelled call neither way). When the
 // first to return failed, the other one is waited for.
-func (r *Router) hedged(ctx context.Context, b *Backend, cat *Catalog, req []byte, sem chan struct{}) (*wire.Message, func(), error) {
+func (r *Router) hedged(ctx context.Context, b *Backend, cat *Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
 	delay := r.hedgeDelay(cat)
 	if delay <= 0 {
-		return b.Call(ctx, req, true)
+		return b.CallBefore(ctx, req, true, by)
 	}
 	ch := make(chan attempt, 2)
 	ctx1, cancel1 := context.WithCancel(ctx)
 	req1 := append([]byte(nil), req...) // a losing attempt may outlive the caller's buffer
 	go func() {
-		rep, done, err := b.Call(ctx1, req1, true)
+		rep, done, err := b.CallBefore(ctx1, req1, true, by)
 		ch <- attempt{reply: rep, done: done, err: err}
 	}()
 	t := time.NewTimer(delay)
@@ -596,7 +658,7 @@ func (r *Router) hedged(ctx context.Context, b *Backend, cat *Catalog, req []byt
 	req2 := append([]byte(nil), req...)
 	ctx2, cancel2 := context.WithCancel(ctx)
 	go func() {
-		rep, done, err := b.Call(ctx2, req2, true)
+		rep, done, err := b.CallBefore(ctx2, req2, true, by)
 		if sem != nil {
 			<-sem
 		}

@@ -491,6 +491,7 @@ func (r *Router) patternParts(pattern string) []patternPart {
 func (r *Router) planDatabases(req *request) {
 	p, m := &req.plan, req.msg
 	p.Kind, p.Merge = PlanFanOut, MergeDatabases
+	p.Legs = make([]Leg, 0, len(r.ns.Catalogs()))
 	if m.Name == "get_all_databases" {
 		for _, c := range r.ns.Catalogs() {
 			p.Legs = append(p.Legs, Leg{Cat: c, Op: LegDatabases})

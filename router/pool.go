@@ -167,7 +167,15 @@ type ReplyWalk struct {
 // rw.Visit as it reads the reply; walked says whether it did (framed
 // replies and exceptions are not walked: the caller walks them itself).
 func (b *Backend) CallWalk(ctx context.Context, req []byte, retry bool, rw *ReplyWalk) (reply *wire.Message, done func(), walked bool, err error) {
-	return b.call(ctx, req, retry, rw, b.opt.Guard)
+	return b.call(ctx, req, retry, rw, b.opt.Guard, time.Time{})
+}
+
+// CallBefore is Call that ends by the deadline by as well (a fan-out's
+// bound, passed as a value: a context with a deadline costs a timer and
+// makes every round trip watch it).
+func (b *Backend) CallBefore(ctx context.Context, req []byte, retry bool, by time.Time) (reply *wire.Message, done func(), err error) {
+	reply, done, _, err = b.call(ctx, req, retry, nil, b.opt.Guard, by)
+	return reply, done, err
 }
 
 // Probe sends one readiness probe call past the circuit breaker (an open
@@ -175,7 +183,7 @@ func (b *Backend) CallWalk(ctx context.Context, req []byte, retry bool, rw *Repl
 // the pool's health, not the breaker: the caller reports it
 // (breaker.Guard.ProbeResult).
 func (b *Backend) Probe(ctx context.Context, req []byte) (reply *wire.Message, done func(), err error) {
-	reply, done, _, err = b.call(ctx, req, true, nil, nil)
+	reply, done, _, err = b.call(ctx, req, true, nil, nil, time.Time{})
 	return reply, done, err
 }
 
@@ -183,15 +191,15 @@ func (b *Backend) Probe(ctx context.Context, req []byte) (reply *wire.Message, d
 // hedged read only asks for a second session when one is free).
 func (b *Backend) Free() int { return cap(b.permits) - len(b.permits) }
 
-func (b *Backend) call(ctx context.Context, req []byte, retry bool, rw *ReplyWalk, guard *breaker.Guard) (reply *wire.Message, done func(), walked bool, err error) {
-	limit, limitKey := b.opt.CallBudget, "catalog."+b.opt.Catalog+".latency-budget-ms"
+func (b *Backend) call(ctx context.Context, req []byte, retry bool, rw *ReplyWalk, guard *breaker.Guard, by time.Time) (reply *wire.Message, done func(), walked bool, err error) {
+	limit, adaptive := b.opt.CallBudget, false
 	var ticket breaker.Ticket
 	if guard != nil {
 		if ticket, err = guard.Admit(); err != nil {
 			return nil, nil, false, err // *breaker.OpenError: fail fast, no session taken
 		}
 		if t := ticket.Timeout(); t != limit {
-			limit, limitKey = t, "routing.adaptive-timeout: the catalog's adaptive timeout"
+			limit, adaptive = t, true
 		}
 	}
 	begin := time.Now()
@@ -199,8 +207,11 @@ func (b *Backend) call(ctx context.Context, req []byte, retry bool, rw *ReplyWal
 	if limit > 0 {
 		deadline = begin.Add(limit)
 	}
-	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
-		deadline = d
+	if d, ok := ctx.Deadline(); ok && (by.IsZero() || d.Before(by)) {
+		by = d
+	}
+	if !by.IsZero() && (deadline.IsZero() || by.Before(deadline)) {
+		deadline = by
 		limit = 0 // the caller's deadline, not the catalog's limit
 	}
 	s, err := b.borrow(ctx, deadline)
@@ -210,7 +221,7 @@ func (b *Backend) call(ctx context.Context, req []byte, retry bool, rw *ReplyWal
 		} else {
 			ticket.Done(time.Since(begin), err)
 		}
-		return nil, nil, false, b.overBudget(err, deadline, limit, limitKey)
+		return nil, nil, false, b.overBudget(err, deadline, limit, adaptive)
 	}
 	start := time.Now()
 	reply, err = b.roundTrip(ctx, s, req, deadline, rw)
@@ -240,7 +251,7 @@ func (b *Backend) call(ctx context.Context, req []byte, retry bool, rw *ReplyWal
 	if err != nil {
 		b.discard(s)
 		b.release()
-		err = b.overBudget(err, deadline, limit, limitKey)
+		err = b.overBudget(err, deadline, limit, adaptive)
 		b.failure(err)
 		return nil, nil, false, err
 	}
@@ -319,12 +330,16 @@ func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, callDea
 // overBudget names the limit (the latency budget, or the adaptive timeout
 // when it is the smaller) when err is a timeout at the call's deadline (a
 // round trip, or a connect, that ran out of time).
-func (b *Backend) overBudget(err error, deadline time.Time, limit time.Duration, key string) error {
+func (b *Backend) overBudget(err error, deadline time.Time, limit time.Duration, adaptive bool) error {
 	if limit <= 0 || deadline.IsZero() || time.Now().Before(deadline) || errors.Is(err, ErrPoolExhausted) {
 		return err
 	}
 	if !isTimeout(err) && !errors.Is(err, context.DeadlineExceeded) {
 		return err
+	}
+	key := "catalog." + b.opt.Catalog + ".latency-budget-ms"
+	if adaptive {
+		key = "routing.adaptive-timeout: the catalog's adaptive timeout"
 	}
 	return fmt.Errorf("catalog %s: %w: the call did not finish within %v (%s); its session was closed",
 		b.opt.Catalog, ErrBudgetExceeded, limit, key)

@@ -328,6 +328,7 @@ type request struct {
 	// Fan-out (fanout.go): the catalogs asked (legs not left out), those
 	// left out under SAFE_FANOUT_READS, the bound of attempts in flight.
 	asked, omitted []string
+	askedArr       [2]string
 	fanSem         chan struct{}
 	// Exchange.Once
 	once    sync.Once

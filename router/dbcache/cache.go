@@ -154,6 +154,22 @@ func (c *Cache) Get(ctx context.Context, kind Kind, key Key, dst []byte, load Lo
 	return s.get(ctx, s.key(key), dst, load)
 }
 
+// Fresh reports whether a Get of key would be a hit now (it is not counted
+// and does not touch the entry): a router may serve such reads on one
+// goroutine instead of in parallel.
+func (c *Cache) Fresh(kind Kind, key Key) bool {
+	s := c.stores[kind]
+	if s == nil {
+		return false
+	}
+	k := s.key(key)
+	now := s.c.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[k]
+	return e != nil && now.Before(s.expiry(e))
+}
+
 // Shared reports whether the cache of kind keeps one entry for all callers
 // (SharedAcrossUsers).
 func (c *Cache) Shared(kind Kind) bool {
