@@ -151,6 +151,10 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	dst = strconv.AppendBool(dst, r.Fallback)
 	dst = append(dst, `,"defaultCatalogRouted":`...)
 	dst = strconv.AppendBool(dst, r.DefaultCatalogRouted)
+	dst = append(dst, `,"remoteAddress":`...)
+	dst = AppendString(dst, Clip(r.RemoteAddress, MaxValueLen))
+	dst = append(dst, `,"authenticatedUser":`...)
+	dst = AppendString(dst, Clip(r.AuthenticatedUser, MaxValueLen))
 	if len(r.OmittedCatalogs) > 0 {
 		dst = append(dst, `,"omittedCatalogs":[`...)
 		for i, c := range r.OmittedCatalogs {
@@ -161,10 +165,6 @@ func AppendRecord(dst []byte, r *Record) []byte {
 		}
 		dst = append(dst, ']')
 	}
-	dst = append(dst, `,"remoteAddress":`...)
-	dst = AppendString(dst, Clip(r.RemoteAddress, MaxValueLen))
-	dst = append(dst, `,"authenticatedUser":`...)
-	dst = AppendString(dst, Clip(r.AuthenticatedUser, MaxValueLen))
 	dst = append(dst, '}')
 	return dst
 }
