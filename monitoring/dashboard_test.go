@@ -40,7 +40,9 @@ func exerciseAllMetrics(m *Metrics, i int) {
 }
 
 // featureMetrics are metrics defined by feature packages next to their code
-// (router/viewsql, router/guards, router/purge), which this package does not
+// (router/viewsql, router/guards, router/purge, router/breaker,
+// router/polling, router, security/ratelimit, router/dbcache; gauges among
+// them are registered as counters here: only names and labels matter), which this package does not
 // import: their names and labels are repeated here so the dashboard checks
 // see them. router/e2e's dashboard test scrapes the real ones from a running
 // proxy fed by real traffic, so a drift between the two fails there.
@@ -52,6 +54,20 @@ var featureMetrics = []struct {
 	{"hms_proxy_view_text_unresolved_references_total", []string{"catalog", "catalog2", "direction", "inward", "reason", "cross_catalog"}},
 	{"hms_proxy_iceberg_pointer_guard_events_total", []string{"catalog", "catalog1", "outcome", "repaired"}},
 	{"hms_proxy_external_table_purge_total", []string{"catalog", "catalog2", "result", "deleted"}},
+	// router/breaker, router/polling, router (fan-out), security/ratelimit, router/dbcache
+	{"hms_proxy_circuit_breaker_state", []string{"catalog", "catalog2"}},
+	{"hms_proxy_circuit_breaker_rejected_total", []string{"catalog", "catalog2"}},
+	{"hms_proxy_adaptive_timeout_reconnect_total", []string{"catalog", "catalog2"}},
+	{"hms_proxy_adaptive_timeout_reconnect_skipped_total", []string{"catalog", "catalog2", "reason", "hysteresis"}},
+	{"hms_proxy_backend_probes_total", []string{"catalog", "catalog2", "result", "ok"}},
+	{"hms_proxy_fanout_omitted_total", []string{"method", "get_all_databases", "catalog", "catalog2", "reason", "circuit_open"}},
+	{"hms_proxy_hedged_reads_total", []string{"catalog", "catalog2", "result", "won"}},
+	{"hms_proxy_rate_limit_tracked_keys", []string{"dimension", "source"}},
+	{"hms_proxy_rate_limit_overflow_total", []string{"dimension", "source"}},
+	{"hms_proxy_cache_requests_total", []string{"cache", "database_list", "catalog", "catalog1", "result", "hit"}},
+	{"hms_proxy_cache_entries", []string{"cache", "database_list", "catalog", "catalog1"}},
+	{"hms_proxy_cache_invalidations_total", []string{"cache", "database_list", "catalog", "catalog1", "reason", "write"}},
+	{"hms_proxy_cache_refreshes_total", []string{"cache", "database_list", "catalog", "catalog1", "result", "success"}},
 }
 
 // registerFeatureMetrics registers featureMetrics on reg and returns a
@@ -133,7 +149,6 @@ func TestDashboardUsesOnlyExportedMetrics(t *testing.T) {
 	// show "No data" would hide a real gap).
 	notBuilt := map[string]bool{
 		"hms_proxy_lock_request_split_total": true, // lock-request splitting (synthetic lock shim issue)
-		"hms_proxy_rate_limited_total":       true, // rate-limit.* (overload protection issue)
 	}
 	for n := range exported {
 		if notBuilt[n] {
@@ -225,7 +240,9 @@ func TestDashboardModel(t *testing.T) {
 		"Top 10 methods by request rate", "Backend failures", "Compatibility fallbacks",
 		"Default-catalog routing", "Ambiguous routing refusals", "Filtered objects",
 		"Session acquire timeouts", "Backend sessions", "Memory", "View SQL rewrites", "View references left unchanged",
-		"Iceberg pointer guard", "External table purges"} {
+		"Iceberg pointer guard", "External table purges", "Circuit breaker state", "Calls failed fast by open circuits",
+		"Adaptive timeout changes", "Background probes", "Fan-out omissions", "Hedged reads", "Rate-limited requests",
+		"Rate-limit tables", "Metadata cache hit ratio", "Metadata cache entries", "Cache invalidations and refreshes"} {
 		if !titles[want] {
 			t.Errorf("dashboard lacks panel %q", want)
 		}

@@ -237,6 +237,7 @@ func New(opt Options) (*Guard, error) {
 		g.cb.Store(g.newBreaker())
 	}
 	g.m.state(g.opt.Catalog, g.circuit())
+	g.m.known(g.opt.Catalog, g.opt.CircuitBreaker, a.Enabled)
 	return g, nil
 }
 

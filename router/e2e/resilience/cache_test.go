@@ -219,3 +219,70 @@ func TestSyntheticRefreshPrivileges(t *testing.T) {
 		t.Fatalf("refresh_privileges reached the metastore: %v", m)
 	}
 }
+
+// Background refresh keeps a list that is read warm: while clients read it
+// every 100 ms no client call reaches the metastore (each is a cache hit),
+// the entry is reloaded every interval in the background, and when the
+// metastore hangs the failed refresh keeps the old entry (stale but good)
+// until it expires.
+func TestCacheBackgroundRefreshKeepsHotListsWarm(t *testing.T) {
+	needHive(t)
+	p, _, t2 := cacheBed(t,
+		"routing.database-list-cache.ttl-ms=3000",
+		"routing.database-cache.background-refresh.enabled=true",
+		"routing.database-cache.background-refresh.interval-ms=500")
+	c := proxytest.Client(t, p.URI("primary"))
+	if _, err := c.GetAllDatabases(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	misses := func() float64 {
+		return p.Metric(t, "hms_proxy_cache_requests_total", "cache", "database_list", "catalog", "catalog2", "result", "miss")
+	}
+	before := misses()
+	t2.Reset()
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		start := time.Now()
+		dbs, err := c.GetAllDatabases(ctx(t))
+		if err != nil || !strings.Contains(strings.Join(dbs, ","), "catalog2__default") {
+			t.Fatalf("fan-out: %v %v", dbs, err)
+		}
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Errorf("a cached fan-out took %v", d)
+		}
+	}
+	reloads := countCalls(t2, "get_all_databases")
+	ok := p.Metric(t, "hms_proxy_cache_refreshes_total", "cache", "database_list", "catalog", "catalog2", "result", "success")
+	t.Logf("3 s of reads: %d background reloads of catalog2's list, %v refreshes counted, %v misses", reloads, ok, misses()-before)
+	if misses() != before {
+		t.Errorf("%v client reads missed the cache while background refresh kept it warm", misses()-before)
+	}
+	if reloads < 3 || ok < 3 {
+		t.Errorf("3 s with a 500 ms refresh interval: %d reloads reached catalog2, %v refreshes counted; want at least 3", reloads, ok)
+	}
+
+	// catalog2 hangs: refreshes fail, the entry it has is still served.
+	if err := hms2.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			_ = hms2.Resume()
+		}
+	})
+	paused := time.Now()
+	for time.Since(paused) < 1500*time.Millisecond {
+		dbs, err := c.GetAllDatabases(ctx(t))
+		if err != nil || !strings.Contains(strings.Join(dbs, ","), "catalog2__default") {
+			t.Fatalf("a fan-out %v after catalog2 hung, before its entry expired: %v %v", time.Since(paused), dbs, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := p.Metric(t, "hms_proxy_cache_refreshes_total", "cache", "database_list", "catalog", "catalog2", "result", "failure"); n < 1 {
+		t.Errorf("no failed refresh counted while catalog2 hung")
+	}
+	if err := hms2.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+}
