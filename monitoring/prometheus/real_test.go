@@ -257,12 +257,12 @@ func TestAlertRulesAgainstRealPrometheusAndProxy(t *testing.T) {
 		"routing.circuit-breaker.failure-threshold": "100",
 		// getStatus calls beyond one a second are throttled.
 		"rate-limit.method-family.admin_introspection.requests-per-second": "1",
-		"additional-frontends":                                      "small",
-		"additional-frontends.small.port":                           strconv.Itoa(proxytest.FreePort(t)),
-		"additional-frontends.small.frontend-profile":               "APACHE_3_1_3",
-		"additional-frontends.small.max-worker-threads":             "1",
-		"additional-frontends.small.min-worker-threads":             "1",
-		"management.readiness-cache-ms":                             "0",
+		"additional-frontends":                          "small",
+		"additional-frontends.small.port":               strconv.Itoa(proxytest.FreePort(t)),
+		"additional-frontends.small.frontend-profile":   "APACHE_3_1_3",
+		"additional-frontends.small.max-worker-threads": "1",
+		"additional-frontends.small.min-worker-threads": "1",
+		"management.readiness-cache-ms":                 "0",
 	})
 	rulesPath, err := filepath.Abs(rulesFile)
 	if err != nil {
