@@ -286,3 +286,47 @@ func TestCacheBackgroundRefreshKeepsHotListsWarm(t *testing.T) {
 	}
 	resumed = true
 }
+
+// A Hive 4.1 client's get_database_req against a Hive 3.1.3 metastore is
+// adapted to get_database; the metadata cache holds the adapted answer:
+// 20 calls reach the metastore once, an alter_database through the proxy is
+// read back at once, and the answer is the same as the uncached one.
+func TestCacheAdaptedGetDatabaseReq(t *testing.T) {
+	needHive(t)
+	p, _, t2 := cacheBed(t, "additional-frontends=hive4",
+		"additional-frontends.hive4.port="+fmt.Sprint(proxytest.FreePort(t)),
+		"additional-frontends.hive4.frontend-profile=APACHE_4_1_0")
+	c4 := proxytest.Client(t, p.URI("hive4"))
+	c := proxytest.Client(t, p.URI("primary"))
+	name := uniq("cachereq")
+	ext := "catalog2__" + name
+	if err := c.CreateDatabase(ctx(t), &thriftgen.Database{Name: ext, Description: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.DropDatabase(ctx(t), ext, true, true) })
+	t2.Reset()
+	req := &thriftgen.GetDatabaseRequest{Name: &ext}
+	for i := 0; i < 20; i++ {
+		db, err := c4.GetDatabaseReq(ctx(t), req)
+		if err != nil || db.Name != ext || db.Description != "one" {
+			t.Fatalf("get_database_req %d: %+v %v", i, db, err)
+		}
+	}
+	if got := countCalls(t2, "get_database"); got != 1 {
+		t.Errorf("20 adapted get_database_req reached the metastore as %d get_database calls; want 1 (methods %v)", got, t2.Methods())
+	}
+	db, err := c.GetDatabase(ctx(t), ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Description = "two"
+	if err := c.AlterDatabase(ctx(t), ext, db); err != nil {
+		t.Fatal(err)
+	}
+	if db, err := c4.GetDatabaseReq(ctx(t), req); err != nil || db.Description != "two" {
+		t.Fatalf("get_database_req after alter_database: %+v %v", db, err)
+	}
+	if n := p.Metric(t, "hms_proxy_backend_fallback_total", "method", "get_database_req", "to_api", "get_database"); n < 1 {
+		t.Errorf("the adapted call was not counted as a compatibility path: %v", n)
+	}
+}
