@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/monitoring"
+	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -68,6 +69,11 @@ func (r *Router) BackendStates() []monitoring.BackendState {
 		st.LastFailureEpochSecond = epoch(h.LastFailure)
 		st.LastProbeEpochSecond = epoch(h.LastProbe)
 		r.res.guards[cat].State().Apply(&st)
+		if st.CircuitState == breaker.Disabled {
+			// No breaker acts on the guard's streak: show the pool's (its
+			// calls and the readiness probes).
+			st.ConsecutiveFailures = h.ConsecutiveFailures
+		}
 		cs := r.res.state[cat]
 		if cs.probed.Load() && cs.probeFail.Load() {
 			st.Degraded = true
