@@ -64,7 +64,9 @@ func (r *Router) fanOut(ctx context.Context, req *request) {
 		x := &xs[i]
 		*x = Exchange{req: req, Cat: p.Legs[i].Cat, Leg: &p.Legs[i], by: by}
 		if safe {
-			if why := r.degradedNow(x.Cat); why != "" {
+			// A degraded catalog whose list the cache holds fresh is served
+			// from the cache, not left out.
+			if why := r.degradedNow(x.Cat); why != "" && !r.legCached(x) {
 				x.omitted = why
 				continue
 			}
@@ -178,21 +180,29 @@ func (r *Router) runLegs(ctx context.Context, xs []Exchange, safe bool) error {
 // cache holds fresh: then they run one after the other on this goroutine,
 // as copies of cached bytes cost less than goroutines.
 func (r *Router) allCached(xs []Exchange) bool {
-	c := r.res.cache
-	if !c.Enabled(dbcache.DatabaseList) {
+	if !r.res.cache.Enabled(dbcache.DatabaseList) {
 		return false
 	}
 	for i := range xs {
-		x := &xs[i]
-		if x.omitted != "" {
-			continue
-		}
-		if x.Leg.Op != LegDatabases || x.Leg.BackendPattern != "" ||
-			!c.Fresh(dbcache.DatabaseList, dbcache.Key{Catalog: x.Cat.Name, Name: allDatabases, User: r.listUser(x)}) {
+		if x := &xs[i]; x.omitted == "" && !r.legCached(x) {
 			return false
 		}
 	}
 	return true
+}
+
+// legCached reports whether a leg is a database list the list cache holds
+// fresh (a get_table_meta leg never is).
+func (r *Router) legCached(x *Exchange) bool {
+	c := r.res.cache
+	if x.Leg.Op != LegDatabases || !c.Enabled(dbcache.DatabaseList) {
+		return false
+	}
+	name := allDatabases
+	if p := x.Leg.BackendPattern; p != "" {
+		name = dbcache.ListName("get_databases", p)
+	}
+	return c.Fresh(dbcache.DatabaseList, dbcache.Key{Catalog: x.Cat.Name, Name: name, User: r.listUser(x)})
 }
 
 // listUser is the list cache's caller key of x ("" when the cache is shared).
@@ -560,7 +570,13 @@ func (r *Router) newListLoader(cat *Catalog, id *security.Identity, method strin
 		ctx = context.WithValue(ctx, ctxKey{}, &RequestInfo{Method: method, Identity: id})
 		req := wire.AppendHeader(make([]byte, 0, 64+len(args)), wire.Header{Name: method, Type: wire.Call, SeqID: 1})
 		req = append(req, args...)
-		reply, done, err := r.fetch(ctx, 0, cat, req, nil, time.Time{})
+		// The cache runs a load detached from its first caller: bound it as
+		// a fan-out is bounded.
+		var by time.Time
+		if t := r.res.opt.FanoutTimeout; t > 0 {
+			by = time.Now().Add(t)
+		}
+		reply, done, err := r.fetch(ctx, 0, cat, req, nil, by)
 		if err != nil {
 			return nil, false, &backendError{cat: cat, err: err}
 		}

@@ -370,3 +370,58 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// Under SAFE_FANOUT_READS a catalog whose circuit is open but whose list the
+// cache holds fresh is answered from the cache, not left out: the entry is
+// as good as it was before the fault (its TTL says how old it may be).
+func TestDegradedCatalogServedFromTheListCache(t *testing.T) {
+	needHive(t)
+	p := proxytest.Start(t, props(
+		"catalog.catalog2.latency-budget-ms=1000",
+		"routing.circuit-breaker.enabled=true",
+		"routing.backend-state-polling.enabled=true",
+		"routing.backend-state-polling.interval-ms=300",
+		"routing.backend-state-polling.probe-timeout-ms=300",
+		"routing.degraded-routing-policy=SAFE_FANOUT_READS",
+		"routing.database-list-cache.ttl-ms=60000",
+		"routing.database-list-cache.shared-across-users=true"))
+	c := proxytest.Client(t, p.URI("primary"))
+	if dbs, err := c.GetAllDatabases(ctx(t)); err != nil || !contains(dbs, "catalog2__default") {
+		t.Fatalf("fan-out before the fault: %v %v", dbs, err)
+	}
+	if err := hms2.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			_ = hms2.Resume()
+		}
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for getReadyz(t, p).Backends["catalog2"].CircuitState != "OPEN" {
+		if time.Now().After(deadline) {
+			t.Fatal("catalog2's circuit did not open from probes")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	start := time.Now()
+	dbs, err := c.GetAllDatabases(ctx(t))
+	if err != nil || !contains(dbs, "catalog2__default") || time.Since(start) > 500*time.Millisecond {
+		t.Fatalf("fan-out with catalog2's circuit open and its list cached: %v %v after %v", dbs, err, time.Since(start))
+	}
+	if n := p.Metric(t, "hms_proxy_fanout_omitted_total", "catalog", "catalog2"); n != 0 {
+		t.Errorf("a cached catalog was counted as omitted %v times", n)
+	}
+	// get_table_meta is not cached: there catalog2 is left out.
+	if _, err := c.GetTableMeta(ctx(t), "*", "*", nil); err != nil {
+		t.Fatalf("get_table_meta with catalog2 degraded: %v", err)
+	}
+	if n := p.Metric(t, "hms_proxy_fanout_omitted_total", "catalog", "catalog2", "method", "get_table_meta", "reason", "circuit_open"); n != 1 {
+		t.Errorf("hms_proxy_fanout_omitted_total{catalog2,get_table_meta,circuit_open} = %v, want 1", n)
+	}
+	if err := hms2.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+}
