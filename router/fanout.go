@@ -641,8 +641,8 @@ func (r *Router) hedgeDelay(cat *Catalog) time.Duration {
 }
 
 // hedged sends req to b and, when the answer is late and another session is
-// free (and the fan-out has room under max-parallelism), a copy on a second
-// session: the first answer wins, the other attempt is cancelled (its
+// free, a copy on a second session as soon as the fan-out has room under
+// max-parallelism (a leg that ends makes room): the first answer wins, the other attempt is cancelled (its
 // session closed; the breaker counts a cancelled call neither way). When the
 // first to return failed, the other one is waited for.
 func (r *Router) hedged(ctx context.Context, b *Backend, cat *Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
@@ -666,10 +666,18 @@ func (r *Router) hedged(ctx context.Context, b *Backend, cat *Catalog, req []byt
 		return a.reply, a.done, a.err
 	case <-t.C:
 	}
-	if b.Free() == 0 || !tryAcquire(sem) {
+	if b.Free() == 0 { // no session for a second attempt
 		a = <-ch
 		cancel1()
 		return a.reply, a.done, a.err
+	}
+	if sem != nil { // room under max-parallelism: now, or when another leg ends
+		select {
+		case sem <- struct{}{}:
+		case a = <-ch:
+			cancel1()
+			return a.reply, a.done, a.err
+		}
 	}
 	req2 := append([]byte(nil), req...)
 	ctx2, cancel2 := context.WithCancel(ctx)
@@ -705,18 +713,6 @@ func (r *Router) hedged(ctx context.Context, b *Backend, cat *Catalog, req []byt
 		}
 	}
 	return a.reply, a.done, a.err
-}
-
-func tryAcquire(sem chan struct{}) bool {
-	if sem == nil {
-		return true
-	}
-	select {
-	case sem <- struct{}{}:
-		return true
-	default:
-		return false
-	}
 }
 
 // hivePattern compiles a metastore name pattern as HMS does: alternatives
