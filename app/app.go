@@ -23,6 +23,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/router/frontdoor"
 	"github.com/hms-proxy/hms-proxy/router/purge"
+	"github.com/hms-proxy/hms-proxy/security/ratelimit"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -97,14 +98,24 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 		return nil, err
 	}
 	lockMetrics, err := a.buildLockShim(hooks)
+	ropts := router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer, Tables: tables,
+		Locks: a.Locks, LockMetrics: lockMetrics}
+	// Latency-aware routing and overload protection (resilience.go); the
+	// rate limit is the first policy of the chain.
+	var limiter *ratelimit.Limiter
+	if err == nil {
+		limiter, err = rateLimiter(cfg, a.Registry)
+	}
+	if err == nil {
+		ropts.Resilience, err = resilience(cfg, a.Registry, log)
+	}
 	if err != nil {
 		a.closePurge()
 		a.Security.Close()
 		a.closeFiles()
 		return nil, err
 	}
-	ropts := router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer, Tables: tables,
-		Locks: a.Locks, LockMetrics: lockMetrics}
+	ropts.Outer = append([]router.Middleware{router.RateLimit(limiter, a.Metrics)}, ropts.Outer...)
 	a.Security.routerOptions(&ropts)
 	if a.Router, err = router.New(ropts); err != nil {
 		a.closePurge()
@@ -183,6 +194,7 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 // Start binds every listener; on any failure it stops what it started.
 func (a *App) Start() error {
 	a.Security.Start()
+	a.Router.Start() // background polling, cache refresh
 	for i, l := range a.Listeners {
 		if err := l.Start(); err != nil {
 			a.Shutdown(context.Background())

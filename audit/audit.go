@@ -38,6 +38,10 @@ type Record struct {
 	Fanout               bool
 	Fallback             bool
 	DefaultCatalogRouted bool
+	// OmittedCatalogs: catalogs a fan-out read left out because they were
+	// degraded (routing.degraded-routing-policy=SAFE_FANOUT_READS); the
+	// omittedCatalogs field is written only when there are some.
+	OmittedCatalogs []string
 }
 
 // Logger encodes Records and writes each as one line to its writer.
@@ -151,6 +155,16 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	dst = AppendString(dst, Clip(r.RemoteAddress, MaxValueLen))
 	dst = append(dst, `,"authenticatedUser":`...)
 	dst = AppendString(dst, Clip(r.AuthenticatedUser, MaxValueLen))
+	if len(r.OmittedCatalogs) > 0 {
+		dst = append(dst, `,"omittedCatalogs":[`...)
+		for i, c := range r.OmittedCatalogs {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendString(dst, Clip(c, MaxValueLen))
+		}
+		dst = append(dst, ']')
+	}
 	dst = append(dst, '}')
 	return dst
 }

@@ -253,3 +253,22 @@ func TestClientControlledValuesAreClipped(t *testing.T) {
 		t.Fatal("short values pass unchanged")
 	}
 }
+
+// omittedCatalogs is written only when a fan-out left catalogs out, as a
+// JSON array of escaped names.
+func TestOmittedCatalogs(t *testing.T) {
+	r := Record{RequestID: 1, Method: "get_all_databases", Catalog: "all", Backend: "fanout", Status: "ok",
+		Fanout: true, OmittedCatalogs: []string{"catalog2", "c\"3"}}
+	line := string(AppendRecord(nil, &r))
+	if !strings.Contains(line, `,"omittedCatalogs":["catalog2","c\"3"]}`) {
+		t.Fatalf("record: %s", line)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(line), &v); err != nil {
+		t.Fatal(err)
+	}
+	r.OmittedCatalogs = nil
+	if line := string(AppendRecord(nil, &r)); strings.Contains(line, "omittedCatalogs") {
+		t.Fatalf("a record without omissions: %s", line)
+	}
+}

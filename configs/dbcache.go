@@ -1,6 +1,9 @@
 package configs
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // DatabaseCacheConfig is routing.database-list-cache.* or
 // routing.database-metadata-cache.*: a TTL cache of get_all_databases /
@@ -8,7 +11,8 @@ import "time"
 type DatabaseCacheConfig struct {
 	TTL               time.Duration
 	MaxEntries        int
-	SharedAcrossUsers bool // one entry for every user (needs per-user filtering such as Ranger for per-user visibility)
+	MaxBytes          int64 // bound on the cached reply bytes (hms-proxy)
+	SharedAcrossUsers bool  // one entry for every user (needs per-user filtering such as Ranger for per-user visibility)
 }
 
 // DatabaseCacheRefreshConfig is routing.database-cache.background-refresh.*:
@@ -28,6 +32,9 @@ func databaseCacheKeys(prefix, what string, field func(c *Config) *DatabaseCache
 		{pattern: prefix + "max-entries", typ: count(1), def: "1000", example: "100",
 			meaning: "entries kept at most",
 			bind:    func(c *Config, _ match) any { return &field(c).MaxEntries }},
+		{pattern: prefix + "max-bytes", typ: intT{min: 1, max: math.MaxInt64, wide: true}, def: "67108864", example: "16777216", isNew: true,
+			meaning: "bytes of cached replies kept at most (least recently used out first; a larger reply is served, not kept)",
+			bind:    func(c *Config, _ match) any { return &field(c).MaxBytes }},
 		{pattern: prefix + "shared-across-users", typ: boolT{}, def: "false", example: "true",
 			meaning: "one cache entry for all users instead of one per user and groups",
 			bind:    func(c *Config, _ match) any { return &field(c).SharedAcrossUsers }},

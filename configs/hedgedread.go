@@ -6,9 +6,11 @@ import "time"
 // methods (get_all_databases, get_databases, get_table_meta) asked of
 // every catalog in parallel.
 type HedgedReadConfig struct {
-	Enabled        bool
-	MaxParallelism int
-	FanoutTimeout  time.Duration
+	Enabled         bool
+	MaxParallelism  int
+	FanoutTimeout   time.Duration
+	DelayMultiplier float64       // a hedge goes out after max(MinDelay, latency EWMA × this)
+	MinDelay        time.Duration // (hms-proxy)
 }
 
 func hedgedReadFeature() *feature {
@@ -18,16 +20,22 @@ func hedgedReadFeature() *feature {
 		id: "hedged-read", title: "Parallel (hedged) fan-out reads",
 		on:   func(c *Config) bool { return c.Routing.HedgedRead.Enabled },
 		off:  offBecause(pre + "enabled=false"),
-		loss: "ask the catalogs of a fan-out read one after another",
+		loss: "send no second attempt to a slow catalog of a fan-out read",
 		keys: []*keyDef{
-			switchKey(pre+"enabled", "false", "ask the catalogs of a safe read-only fan-out in parallel",
+			switchKey(pre+"enabled", "false", "send a second attempt (another session) to a catalog of a safe read-only fan-out that answers later than usual; the first answer wins",
 				func(c *Config) *bool { return &hr(c).Enabled }),
 			{pattern: pre + "max-parallelism", typ: count(1), defFunc: catalogCount, defDoc: "the number of catalogs", example: "16",
-				meaning: "catalogs asked at once",
+				meaning: "backend attempts of one fan-out in flight at once, legs and hedges",
 				bind:    func(c *Config, _ match) any { return &hr(c).MaxParallelism }},
 			{pattern: pre + "fanout-timeout-ms", typ: millis(1), def: "30000", example: "10000",
-				meaning: "bound on a whole fan-out (a key of the Java proxy the specification does not list)",
+				meaning: "bound on a whole fan-out, hedged or not (a key of the Java proxy the specification does not list)",
 				bind:    func(c *Config, _ match) any { return &hr(c).FanoutTimeout }},
+			{pattern: pre + "delay-multiplier", typ: floatT{min: 0, minOpen: true, max: 1e6}, def: "3", example: "2", isNew: true,
+				meaning: "a hedge goes out once the first attempt took longer than the catalog's latency EWMA × this",
+				bind:    func(c *Config, _ match) any { return &hr(c).DelayMultiplier }},
+			{pattern: pre + "min-delay-ms", typ: millis(1), def: "10", example: "50", isNew: true,
+				meaning: "and at least this long",
+				bind:    func(c *Config, _ match) any { return &hr(c).MinDelay }},
 		},
 	}
 }

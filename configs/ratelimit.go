@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"time"
 )
 
 // RateLimitConfig is rate-limit.*: token buckets a request must pass, per
@@ -22,6 +23,9 @@ type RateLimitConfig struct {
 	MethodFamily map[string]*RateLimitPolicy
 	Catalog      map[string]*RateLimitPolicy
 	RPCClass     map[string]*RateLimitPolicy
+	// Bounds of the per-principal and per-source tables (hms-proxy).
+	MaxTrackedKeys int
+	IdleTTL        time.Duration
 }
 
 // RateLimitPolicy is one token bucket: refilled at RequestsPerSecond, up to
@@ -84,7 +88,7 @@ func rateLimitFeature() *feature {
 		{pattern: "rate-limit.enabled", typ: boolT{}, example: "true", sw: true, gate: gateNonDefault, isNew: true,
 			defFunc: func(p *parser, _ match) (string, bool) {
 				for k := range p.props {
-					if strings.HasPrefix(k, "rate-limit.") && k != "rate-limit.enabled" {
+					if strings.HasPrefix(k, "rate-limit.") && !rateLimitSettings[k] {
 						return "true", true
 					}
 				}
@@ -94,6 +98,13 @@ func rateLimitFeature() *feature {
 			meaning: "`false` turns every scope off without removing it",
 			bind:    func(c *Config, _ match) any { return &c.RateLimit.Enabled }},
 	}
+	keys = append(keys,
+		&keyDef{pattern: "rate-limit.max-tracked-keys", typ: count(1), def: "50000", example: "10000", isNew: true,
+			meaning: "per-principal and per-source buckets kept at most, per dimension (beyond: one shared overflow bucket)",
+			bind:    func(c *Config, _ match) any { return &c.RateLimit.MaxTrackedKeys }},
+		&keyDef{pattern: "rate-limit.idle-ttl-ms", typ: millis(1), def: "900000", example: "60000", isNew: true,
+			meaning: "a per-principal or per-source bucket that is full again is forgotten after this long unused",
+			bind:    func(c *Config, _ match) any { return &c.RateLimit.IdleTTL }})
 	keys = append(keys, scope("rate-limit.principal", "of each authenticated principal (Kerberos/SASL callers only)",
 		func(c *Config, _ match) *RateLimitPolicy { return &c.RateLimit.Principal })...)
 	keys = append(keys, scope("rate-limit.source", "of each exact source IP address",
@@ -123,12 +134,15 @@ func rateLimitFeature() *feature {
 	}
 }
 
+// rateLimitSettings are the rate-limit.* keys that configure no scope.
+var rateLimitSettings = map[string]bool{"rate-limit.enabled": true, "rate-limit.max-tracked-keys": true, "rate-limit.idle-ttl-ms": true}
+
 // validateRateLimit: a burst needs its rate; a CIDR rule needs both its
 // blocks and its rate.
 func validateRateLimit(p *parser, _ *Config) {
 	var names []string
 	for n, s := range p.settings {
-		if strings.HasPrefix(n, "rate-limit.") && s.fromFile {
+		if strings.HasPrefix(n, "rate-limit.") && s.fromFile && !rateLimitSettings[n] {
 			names = append(names, n)
 		}
 	}

@@ -67,6 +67,14 @@ type BackendState struct {
 	BaselineTimeoutMs     int64
 	AdaptiveTimeoutMs     int64
 	CircuitRetryAtEpochMs int64
+
+	// Fan-out omissions (routing.degraded-routing-policy=SAFE_FANOUT_READS);
+	// rendered only when SafeFanout is set. OmittedNow: a safe fan-out read
+	// would leave this catalog out right now (open circuit, failed probe).
+	SafeFanout                    bool
+	FanoutOmissions               int64
+	LastFanoutOmissionEpochSecond int64
+	OmittedNow                    bool
 }
 
 // ReadinessSource is what /readyz asks about the backends.
@@ -76,6 +84,15 @@ type ReadinessSource interface {
 	ProbeBackends(ctx context.Context)
 	// BackendStates is cheap: the current in-memory runtime state.
 	BackendStates() []BackendState
+}
+
+// BackgroundProbeSource may additionally be implemented by a
+// ReadinessSource whose backends are probed in the background
+// (routing.backend-state-polling): when on, probeAgeMs is the age of the
+// last completed background round (null before the first), and
+// ProbeBackends is expected to return at once.
+type BackgroundProbeSource interface {
+	BackgroundProbes() (last time.Time, on bool)
 }
 
 // KerberosStatus is the Kerberos login state of one side of the proxy.
@@ -442,6 +459,8 @@ type backendJSON struct {
 	CircuitState           string  `json:"circuitState,omitempty"`
 	ConsecutiveFailures    int     `json:"consecutiveFailures"`
 	CircuitRetryAtEpochMs  int64   `json:"circuitRetryAtEpochMs,omitempty"`
+	FanoutOmissions        *int64  `json:"fanoutOmissions,omitempty"`
+	LastFanoutOmission     *int64  `json:"lastFanoutOmissionEpochSecond,omitempty"`
 	LastError              *string `json:"lastError"`
 	Endpoint               string  `json:"endpoint,omitempty"`
 	RuntimeProfile         string  `json:"runtimeProfile,omitempty"`
@@ -452,6 +471,9 @@ type readySummary struct {
 	Connected    int      `json:"connected"`
 	Degraded     int      `json:"degraded"`
 	Disconnected []string `json:"disconnected"`
+	// FanoutOmitted: catalogs a safe fan-out read leaves out right now
+	// (only with routing.degraded-routing-policy=SAFE_FANOUT_READS).
+	FanoutOmitted *[]string `json:"fanoutOmitted,omitempty"`
 }
 
 type readyzResponse struct {
@@ -544,6 +566,11 @@ func (m *Management) serveReadyz(w http.ResponseWriter, r *http.Request) {
 			Backend:   KerberosStatus{State: KerberosDisabled, Healthy: true},
 		},
 	}
+	if bp, ok := m.src.(BackgroundProbeSource); ok {
+		if last, on := bp.BackgroundProbes(); on {
+			probedAt = last
+		}
+	}
 	if !probedAt.IsZero() {
 		age := max(now.Sub(probedAt).Milliseconds(), 0)
 		resp.ProbeAgeMs = &age
@@ -574,6 +601,16 @@ func (m *Management) serveReadyz(w http.ResponseWriter, r *http.Request) {
 		if s.CircuitState != "" { // computed by the breaker; without one there is nothing to report
 			d := s.Degraded
 			b.Degraded = &d
+		}
+		if s.SafeFanout {
+			n, at := s.FanoutOmissions, s.LastFanoutOmissionEpochSecond
+			b.FanoutOmissions, b.LastFanoutOmission = &n, &at
+			if resp.Summary.FanoutOmitted == nil {
+				resp.Summary.FanoutOmitted = &[]string{}
+			}
+			if s.OmittedNow {
+				*resp.Summary.FanoutOmitted = append(*resp.Summary.FanoutOmitted, s.Catalog)
+			}
 		}
 		resp.Backends[s.Catalog] = b
 		resp.Summary.Backends++

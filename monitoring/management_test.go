@@ -456,3 +456,57 @@ func TestReadyzShowsTheLockStore(t *testing.T) {
 		t.Fatalf("a proxy without a shim shows a lock store: %s", text)
 	}
 }
+
+// backgroundSource is a fakeSource whose backends are polled in the background.
+type backgroundSource struct {
+	*fakeSource
+	last time.Time
+}
+
+func (b backgroundSource) BackgroundProbes() (time.Time, bool) { return b.last, true }
+
+// With SAFE_FANOUT_READS the per-backend omission count and the summary of
+// catalogs a fan-out leaves out now are rendered (and only then); with
+// background polling probeAgeMs is the age of the last polling round, null
+// before the first.
+func TestReadyzFanoutOmissionsAndBackgroundProbeAge(t *testing.T) {
+	src := backgroundSource{fakeSource: newFakeSource(
+		BackendState{Catalog: "catalog1", Connected: true, CircuitState: "CLOSED", SafeFanout: true},
+		BackendState{Catalog: "catalog2", Connected: true, CircuitState: "OPEN", Degraded: true, SafeFanout: true,
+			FanoutOmissions: 7, LastFanoutOmissionEpochSecond: 1700000000, OmittedNow: true},
+	), last: time.Now().Add(-1500 * time.Millisecond)}
+	_, base := startManagement(t, ManagementConfig{Threads: 4}, src)
+	_, body := get(t, base+"/readyz", 5*time.Second)
+	var r struct {
+		ProbeAgeMs *int64 `json:"probeAgeMs"`
+		Summary    struct {
+			FanoutOmitted *[]string `json:"fanoutOmitted"`
+		} `json:"summary"`
+		Backends map[string]map[string]any `json:"backends"`
+	}
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.ProbeAgeMs == nil || *r.ProbeAgeMs < 1400 || *r.ProbeAgeMs > 10000 {
+		t.Errorf("probeAgeMs = %v, want the polling round's age (~1500)", r.ProbeAgeMs)
+	}
+	if r.Summary.FanoutOmitted == nil || len(*r.Summary.FanoutOmitted) != 1 || (*r.Summary.FanoutOmitted)[0] != "catalog2" {
+		t.Errorf("summary.fanoutOmitted = %v, want [catalog2]", r.Summary.FanoutOmitted)
+	}
+	if c := r.Backends["catalog2"]; c["fanoutOmissions"] != float64(7) || c["lastFanoutOmissionEpochSecond"] != float64(1700000000) || c["degraded"] != true {
+		t.Errorf("catalog2: %v", c)
+	}
+	if c := r.Backends["catalog1"]; c["fanoutOmissions"] != float64(0) {
+		t.Errorf("catalog1 under SAFE_FANOUT_READS must show fanoutOmissions 0: %v", c)
+	}
+
+	src2 := backgroundSource{fakeSource: newFakeSource(BackendState{Catalog: "catalog1", Connected: true, CircuitState: "CLOSED"})}
+	_, base = startManagement(t, ManagementConfig{Threads: 4}, src2)
+	_, body = get(t, base+"/readyz", 5*time.Second)
+	if strings.Contains(body, "fanoutOmi") {
+		t.Errorf("without SAFE_FANOUT_READS no omission field is rendered: %s", body)
+	}
+	if !strings.Contains(body, `"probeAgeMs":null`) {
+		t.Errorf("before the first polling round probeAgeMs must be null: %s", body)
+	}
+}

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
@@ -41,7 +42,15 @@ type Exchange struct {
 	args      []byte // the arguments as they will be sent, once materialised
 	filters   []ReplyFilter
 	filterArr [2]ReplyFilter
-	results   []wire.Value // a fan-out leg's answer
+
+	// A fan-out leg's answer (fanout.go): its encoded list elements with
+	// outward names, how many, and why it was left out ("": it was not).
+	legOut, scratch      []byte
+	legPool, scratchPool *[]byte
+	legN                 int
+	legErr               error
+	omitted              string
+	by                   time.Time // the fan-out's bound (zero: none)
 }
 
 // ReplyFilter changes the body of the backend's answer (a *_result struct
@@ -76,6 +85,24 @@ func (x *Exchange) Args() []byte {
 		x.args = wire.Apply(nil, x.req.msg.Body(), x.req.plan.Patches)
 	}
 	return x.args
+}
+
+// Catalogs are the catalogs the client request asks: the target of a
+// single-catalog call, or every leg of a fan-out that is not left out (a
+// rate limit takes one token of each).
+func (x *Exchange) Catalogs() []string {
+	if x.Leg == nil {
+		return []string{x.Cat.Name}
+	}
+	return x.req.asked
+}
+
+// Once runs f once per client request (the legs of a fan-out share it) and
+// returns its result to every exchange of the request: a decision about the
+// whole request, such as a rate limit, is taken once.
+func (x *Exchange) Once(f func() error) error {
+	x.req.once.Do(func() { x.req.onceErr = f() })
+	return x.req.onceErr
 }
 
 // SetArgs replaces the arguments struct sent to the catalog.

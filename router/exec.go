@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hms-proxy/hms-proxy/compat"
+	"github.com/hms-proxy/hms-proxy/router/dbcache"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -60,6 +61,9 @@ func (r *Router) execNative(ctx context.Context, x *Exchange) error {
 			return &Refusal{Kind: RefuseMeta, Reason: "dialect", Message: err.Error()}
 		}
 	}
+	if key, ok := r.metadataKey(x, buf[bodyAt:], false); ok && !dialect.Touches(spec.Name, true) && !dialect.Touches(spec.Name, false) {
+		return r.execCachedNative(ctx, x, key, buf)
+	}
 	if r.trace != nil {
 		r.trace.Backend(req.info.ID, cat.Name, buf)
 	}
@@ -105,26 +109,29 @@ func (r *Router) execNative(ctx context.Context, x *Exchange) error {
 // execAdapted serves a call through a compat adapter: the (already
 // internalized) arguments are decoded, mapped to what the backend runtime
 // speaks, and the answer mapped back to the client's result, then rewritten
-// outward as any reply.
+// outward as any reply. The metadata cache holds adapted get_database_req
+// answers in the client's form.
 func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
 	req, cat := x.req, x.Cat
 	m, ad := req.msg, req.plan.Adapter
-	v, err := wire.DecodeStruct(x.Args())
-	if err != nil {
-		return &Refusal{Kind: RefuseProtocol, Reason: "bad_arguments", Message: m.Name + ": cannot read arguments: " + err.Error()}
-	}
-	b, err := r.backendFor(ctx, cat)
-	if err != nil {
-		return &backendError{cat: cat, err: err}
-	}
-	bc := &backendCaller{ctx: ctx, b: b, rt: r.runtimes[cat], dialect: r.dialects[cat], trace: r.trace,
-		id: req.info.ID, guard: r.guards[cat], strict: req.plan.Writes}
-	res, err := ad.Run(bc, &v)
-	if r.metrics != nil {
-		r.metrics.BackendFallback(m.Name, m.Name, ad.ToAPI())
-		for _, d := range bc.dropped {
-			r.metrics.BackendFallback(m.Name, d.from, d.d.API())
+	args := x.Args()
+	var res []byte
+	var err error
+	if key, ok := r.metadataKey(x, args, true); ok {
+		id := r.loaderIdentity(dbcache.DatabaseMetadata, x.Identity())
+		own := append([]byte(nil), args...)
+		bufp := r.bufs.Get().(*[]byte)
+		defer r.bufs.Put(bufp)
+		res, err = r.cachedReply(ctx, x, key, (*bufp)[:0], func(ctx context.Context) ([]byte, bool, error) {
+			out, err := r.runAdapter(withIdentity(ctx, m.Name, id), cat, ad, own, 0, false, []byte{wire.Reply})
+			return out, err == nil && exceptionField(out[1:]) == 0, err
+		})
+		*bufp = res[:0]
+		if err == nil {
+			res = res[1:]
 		}
+	} else {
+		res, err = r.runAdapter(ctx, cat, ad, args, req.info.ID, req.plan.Writes, nil)
 	}
 	req.fallback = true
 	if err != nil {
@@ -140,12 +147,39 @@ func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
 			}
 			req.out = append(req.out, wire.AppException(m.Name, m.SeqID, app.Type, r.errText(x, app.Message))...)
 			return nil
+		case errors.As(err, new(*Refusal)), errors.As(err, new(*backendError)):
+			return err
 		}
 		return &backendError{cat: cat, err: err}
 	}
-	reply := &wire.Message{Header: wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}}
-	reply.Raw = res.Encode()
+	reply := &wire.Message{Header: wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, Raw: res}
 	return r.replyOutward(x, reply, nil)
+}
+
+// runAdapter runs the adapter of a call with internalized arguments on cat
+// (the pool of ctx's caller) and appends the encoded client result to dst.
+func (r *Router) runAdapter(ctx context.Context, cat *Catalog, ad *compat.Adapter, args []byte, id uint64, strict bool, dst []byte) ([]byte, error) {
+	v, err := wire.DecodeStruct(args)
+	if err != nil {
+		return nil, &Refusal{Kind: RefuseProtocol, Reason: "bad_arguments", Message: ad.Method + ": cannot read arguments: " + err.Error()}
+	}
+	b, err := r.backendFor(ctx, cat)
+	if err != nil {
+		return nil, &backendError{cat: cat, err: err}
+	}
+	bc := &backendCaller{ctx: ctx, b: b, rt: r.runtimes[cat], dialect: r.dialects[cat], trace: r.trace,
+		id: id, guard: r.guards[cat], strict: strict}
+	res, err := ad.Run(bc, &v)
+	if r.metrics != nil {
+		r.metrics.BackendFallback(ad.Method, ad.Method, ad.ToAPI())
+		for _, d := range bc.dropped {
+			r.metrics.BackendFallback(ad.Method, d.from, d.d.API())
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res.Append(dst), nil
 }
 
 // replyOutward relays a backend reply with names rewritten to the client's
@@ -253,6 +287,9 @@ func (r *Router) answer(req *request, err error) {
 // TApplicationException when it declares none.
 func (r *Router) refuse(req *request, ref *Refusal) {
 	req.status, req.reason = "error", ref.Reason
+	if ref.Status != "" {
+		req.status = ref.Status
+	}
 	m, spec := req.msg, req.plan.Spec
 	if req.catalog == "" {
 		req.catalog = ref.Catalog
@@ -303,15 +340,7 @@ func (r *Router) declaredException(req *request, field int16, why string) {
 
 func (r *Router) backendFailed(req *request, cat *Catalog, err error) {
 	req.status = "error"
-	exc := "TTransportException"
-	switch {
-	case errors.Is(err, ErrPoolExhausted):
-		exc = "PoolExhausted"
-	case errors.Is(err, ErrBadReply):
-		exc = "BadReply"
-	case errors.Is(err, ErrBudgetExceeded):
-		exc = "BudgetExceeded"
-	}
+	exc := backendExceptionLabel(err)
 	if r.metrics != nil {
 		r.metrics.BackendFailure(cat.Name, exc)
 	}

@@ -2,81 +2,717 @@ package router
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
+	"time"
+	"unsafe"
 
-	"golang.org/x/sync/errgroup"
-
+	"github.com/hms-proxy/hms-proxy/router/breaker"
+	"github.com/hms-proxy/hms-proxy/router/dbcache"
+	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
-// callValue sends a call built from a Value to one catalog and returns the
-// decoded result struct, with backend exceptions turned into errors that
-// name the catalog.
-func (r *Router) callValue(ctx context.Context, id uint64, cat *Catalog, method string, args wire.Value, outward bool) (wire.Value, error) {
-	req := wire.AppendMessage(nil, wire.Header{Name: method, Type: wire.Call, SeqID: 1}, &args)
+// Fan-out reads (get_all_databases, get_databases, get_table_meta over
+// several catalogs). Every leg runs through the policy chain in parallel,
+// each bounded by its own catalog's budget (the pool's deadline), the whole
+// by routing.hedged-read.fanout-timeout-ms. A leg works on bytes: it reads
+// the backend's list in place, hides what exposure hides, rewrites each name
+// outward and appends the encoded elements to its buffer; the merge writes
+// one list header and the legs' buffers after it. Nothing is decoded into
+// values unless exposure has to look inside a TableMeta.
+//
+// A failing leg fails the call fast, naming its catalog (STRICT), or, under
+// routing.degraded-routing-policy=SAFE_FANOUT_READS, is left out: a catalog
+// whose circuit is open or whose last background probe failed is not asked,
+// a leg whose backend fails (transport, time, breaker, pool) is dropped; each
+// omission is counted (hms_proxy_fanout_omitted_total), logged, listed in the
+// audit record (omittedCatalogs) and in /readyz. A refusal or an exception the
+// backend answered still fails the call, and so does a fan-out whose every
+// catalog was left out.
+
+// allDatabases is the list cache's name of get_all_databases.
+var allDatabases = dbcache.ListName("get_all_databases", "")
+
+// fanOut runs the legs of a fan-out plan and merges their answers in
+// catalog order.
+func (r *Router) fanOut(ctx context.Context, req *request) {
+	p, m := &req.plan, req.msg
+	req.routed = true
+	if len(p.Legs) == 1 {
+		req.catalog = p.Legs[0].Cat.Name
+	} else {
+		req.fanout = true
+	}
+	var by time.Time // the fan-out's bound, passed down as a value
+	if t := r.res.opt.FanoutTimeout; t > 0 {
+		by = time.Now().Add(t)
+	}
+	safe := r.res.opt.SafeFanoutReads
+	var xs []Exchange
+	if len(p.Legs) == 1 {
+		xs = unsafe.Slice(&req.x, 1) // the single-catalog exchange is free
+	} else {
+		xs = make([]Exchange, len(p.Legs))
+	}
+	req.asked = req.askedArr[:0]
+	for i := range p.Legs {
+		x := &xs[i]
+		*x = Exchange{req: req, Cat: p.Legs[i].Cat, Leg: &p.Legs[i], by: by}
+		if safe {
+			// A degraded catalog whose list the cache holds fresh is served
+			// from the cache, not left out.
+			if why := r.degradedNow(x.Cat); why != "" && !r.legCached(x) {
+				x.omitted = why
+				continue
+			}
+		}
+		req.asked = append(req.asked, x.Cat.Name)
+	}
+	defer func() {
+		for i := range xs {
+			xs[i].releaseLeg(r)
+		}
+	}()
+	var fail error
+	if len(req.asked) > 0 {
+		fail = r.runLegs(ctx, xs, safe)
+	}
+	if fail != nil {
+		r.fanOutFailed(req, fail)
+		return
+	}
+	var total int
+	var omitted []string
+	for i := range xs {
+		x := &xs[i]
+		if x.omitted == "" && x.legErr != nil {
+			x.omitted = omissionReason(x.legErr) // safe: runLegs reported every other failure
+		}
+		if x.omitted != "" {
+			r.recordOmission(m.Name, x.Cat, x.omitted, x.legErr)
+			req.omitted = append(req.omitted, x.Cat.Name)
+			omitted = append(omitted, x.Cat.Name+" ("+x.omitted+")")
+			continue
+		}
+		total += x.legN
+	}
+	if len(omitted) == len(xs) {
+		r.refuse(req, &Refusal{Kind: RefuseMeta, Reason: "fanout_degraded", Message: fmt.Sprintf(
+			"%s: every catalog it asks is degraded and was left out (routing.degraded-routing-policy=SAFE_FANOUT_READS): %s",
+			m.Name, strings.Join(omitted, ", "))})
+		return
+	}
+	elem := byte(wire.TString)
+	if p.Merge == MergeTableMeta {
+		elem = wire.TStruct
+	}
+	out := wire.AppendHeader(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID})
+	out = wire.AppendFieldHeader(out, wire.TList, 0)
+	out = append(out, elem)
+	out = binary.BigEndian.AppendUint32(out, uint32(total))
+	for i := range xs {
+		if xs[i].omitted == "" {
+			out = append(out, xs[i].legOut...)
+		}
+	}
+	req.out = append(out, wire.TStop)
+}
+
+// runLegs runs the legs that were not left out, in parallel (the last one
+// on the calling goroutine), and returns the failure that fails the call:
+// the first leg error in STRICT mode, the first one that is not an omission
+// under SAFE_FANOUT_READS. That failure cancels the other legs.
+func (r *Router) runLegs(ctx context.Context, xs []Exchange, safe bool) error {
+	req := xs[0].req
+	if h := r.res.opt.Hedge; h.Enabled {
+		n := h.MaxParallelism
+		if n <= 0 {
+			n = len(xs)
+		}
+		req.fanSem = make(chan struct{}, n)
+	}
+	if len(req.asked) == 1 || r.allCached(xs) { // nothing to overlap or cancel
+		for i := range xs {
+			if xs[i].omitted == "" {
+				if err := r.runLeg(ctx, &xs[i]); err != nil && (!safe || omissionReason(err) == "") {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		once  sync.Once
+		first error
+	)
+	run := func(x *Exchange) {
+		if err := r.runLeg(ctx, x); err != nil && (!safe || omissionReason(err) == "") {
+			once.Do(func() { first = err; cancel() })
+		}
+	}
+	last := -1
+	for i := range xs {
+		if xs[i].omitted == "" {
+			last = i
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range xs {
+		if xs[i].omitted != "" || i == last {
+			continue
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); run(&xs[i]) }()
+	}
+	run(&xs[last])
+	wg.Wait()
+	return first
+}
+
+// allCached reports whether every leg to run is a database list the list
+// cache holds fresh: then they run one after the other on this goroutine,
+// as copies of cached bytes cost less than goroutines.
+func (r *Router) allCached(xs []Exchange) bool {
+	if !r.res.cache.Enabled(dbcache.DatabaseList) {
+		return false
+	}
+	for i := range xs {
+		if x := &xs[i]; x.omitted == "" && !r.legCached(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// legCached reports whether a leg is a database list the list cache holds
+// fresh (a get_table_meta leg never is).
+func (r *Router) legCached(x *Exchange) bool {
+	c := r.res.cache
+	if x.Leg.Op != LegDatabases || !c.Enabled(dbcache.DatabaseList) {
+		return false
+	}
+	name := allDatabases
+	if p := x.Leg.BackendPattern; p != "" {
+		name = dbcache.ListName("get_databases", p)
+	}
+	return c.Fresh(dbcache.DatabaseList, dbcache.Key{Catalog: x.Cat.Name, Name: name, User: r.listUser(x)})
+}
+
+// listUser is the list cache's caller key of x ("" when the cache is shared).
+func (r *Router) listUser(x *Exchange) string {
+	if r.res.cache.Shared(dbcache.DatabaseList) {
+		return ""
+	}
+	return userKey(x.Identity())
+}
+
+// runLeg runs one leg through the policy chain (within max-parallelism
+// when hedged reads bound it) and keeps its error.
+func (r *Router) runLeg(ctx context.Context, x *Exchange) error {
+	if sem := x.req.fanSem; sem != nil {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		case <-ctx.Done():
+			x.legErr = &backendError{cat: x.Cat, err: ctx.Err()}
+			return x.legErr
+		}
+	}
+	x.legErr = r.chain(ctx, x)
+	return x.legErr
+}
+
+// fanOutFailed answers a fan-out whose leg failed.
+func (r *Router) fanOutFailed(req *request, err error) {
+	m := req.msg
+	var ref *Refusal
+	if errors.As(err, &ref) {
+		r.refuse(req, ref)
+		return
+	}
+	msg := m.Name + ": " + err.Error()
+	var be *backendError
+	if errors.As(err, &be) {
+		exc := backendExceptionLabel(be.err)
+		if r.metrics != nil {
+			r.metrics.BackendFailure(be.cat.Name, exc)
+		}
+		r.logs.backendFailure(m.Name, be.cat.Name, exc, be.err)
+		msg = fmt.Sprintf("%s: catalog %s failed: %v", m.Name, be.cat.Name, be.err)
+		if len(req.plan.Legs) > 1 {
+			msg += " (the call asks every catalog; routing.degraded-routing-policy=SAFE_FANOUT_READS would leave a failing catalog out)"
+		}
+	}
+	r.refuse(req, &Refusal{Kind: RefuseMeta, Reason: "fanout_failed", Message: msg})
+}
+
+// backendExceptionLabel is the exception label of a failed backend call.
+func backendExceptionLabel(err error) string {
+	switch {
+	case errors.Is(err, breaker.ErrOpen):
+		return "CircuitOpen"
+	case errors.Is(err, ErrPoolExhausted):
+		return "PoolExhausted"
+	case errors.Is(err, ErrBadReply):
+		return "BadReply"
+	case errors.Is(err, ErrBudgetExceeded):
+		return "BudgetExceeded"
+	}
+	return "TTransportException"
+}
+
+// execLeg runs one fan-out leg against its catalog: its encoded list
+// elements end up in x.legOut (outward names), their number in x.legN.
+func (r *Router) execLeg(ctx context.Context, x *Exchange) error {
+	leg := x.Leg
+	x.legOut = x.legBuf(r)
+	switch leg.Op {
+	case LegDatabases:
+		return r.legDatabases(ctx, x, leg.BackendPattern, leg.Match, nil)
+	case LegTableMeta:
+		return r.legTableMeta(ctx, x, leg.Args)
+	case LegTableMetaOfMatching:
+		var names []string
+		if err := r.legDatabases(ctx, x, "", leg.Match, &names); err != nil {
+			return err
+		}
+		x.legOut, x.legN = x.legOut[:0], 0
+		if len(names) == 0 {
+			return nil
+		}
+		a := wire.Value{Type: wire.TStruct, Fields: append([]wire.Field(nil), leg.Args.Fields...)}
+		a.Set(1, wire.Str(strings.Join(names, "|")))
+		return r.legTableMeta(ctx, x, a)
+	}
+	return fmt.Errorf("fan-out leg of %s: unknown operation %d", x.Method(), leg.Op)
+}
+
+// legBuf takes a pooled buffer for the leg's elements.
+func (x *Exchange) legBuf(r *Router) []byte {
+	if x.legPool == nil {
+		x.legPool = r.bufs.Get().(*[]byte)
+	}
+	return (*x.legPool)[:0]
+}
+
+// releaseLeg gives the leg's buffers back (after the merge copied them).
+func (x *Exchange) releaseLeg(r *Router) {
+	if x.legPool != nil {
+		if cap(x.legOut) <= 1<<20 {
+			*x.legPool = x.legOut[:0]
+			r.bufs.Put(x.legPool)
+		}
+		x.legPool = nil
+	}
+	if x.scratchPool != nil {
+		if cap(x.scratch) <= 1<<20 {
+			*x.scratchPool = x.scratch[:0]
+			r.bufs.Put(x.scratchPool)
+		}
+		x.scratchPool = nil
+	}
+}
+
+// emptyArgs is the encoded argument struct of get_all_databases.
+var emptyArgs = []byte{wire.TStop}
+
+// legDatabases lists one catalog's databases in external form, filtered by
+// exposure (counted) and by an optional pattern on the external names, and
+// appends them to x.legOut; with names set it collects the backend names
+// instead.
+func (r *Router) legDatabases(ctx context.Context, x *Exchange, backendPattern string, match *regexp.Regexp, names *[]string) error {
+	cat := x.Cat
+	method, args := "get_all_databases", emptyArgs
+	if backendPattern != "" {
+		method = "get_databases"
+		args = wire.AppendString(wire.AppendFieldHeader(nil, wire.TString, 1), backendPattern)
+		args = append(args, wire.TStop)
+	}
+	name := allDatabases
+	if backendPattern != "" && r.res.cache.Enabled(dbcache.DatabaseList) {
+		name = dbcache.ListName(method, backendPattern)
+	}
+	body, release, err := r.legFetch(ctx, x, method, args, name)
+	if err != nil {
+		return err
+	}
+	defer release()
+	b := wire.Buf{B: body}
+	n, err := r.resultList(&b, cat, method, body, wire.TString)
+	if err != nil {
+		return err
+	}
+	exp := r.policies[cat].exposure
+	filtering := exp.active()
+	hidden := 0
+	var ext []byte // scratch: the external name, for Match
+	for i := 0; i < n; i++ {
+		db, err := b.Bytes()
+		if err != nil {
+			return fmt.Errorf("catalog %s: unreadable %s reply: %v", cat.Name, method, err)
+		}
+		if filtering && !exp.DBVisible(view(db)) {
+			hidden++
+			continue
+		}
+		if match != nil {
+			if cat.Default {
+				ext = append(ext[:0], db...)
+			} else {
+				ext = append(append(append(ext[:0], cat.Name...), r.ns.sep...), db...)
+			}
+			if !match.Match(ext) {
+				continue
+			}
+		}
+		if names != nil {
+			*names = append(*names, string(db))
+			continue
+		}
+		if cat.Default {
+			x.legOut = wire.AppendBytes(x.legOut, db)
+		} else {
+			x.legOut = appendPrefixed(x.legOut, cat.Name, r.ns.sep, "", db)
+		}
+		x.legN++
+	}
+	if hidden > 0 && r.metrics != nil {
+		r.metrics.FilteredObjects(x.Method(), cat.Name, "database", hidden)
+	}
+	return nil
+}
+
+// resultList reads the head of a list-returning *_result body: an
+// exception field is the backend's error (named, counted), field 0 the list
+// of elem elements, whose count it returns with b at the first element.
+func (r *Router) resultList(b *wire.Buf, cat *Catalog, method string, body []byte, elem byte) (int, error) {
+	t, id, err := b.FieldHeader()
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("catalog %s: unreadable %s reply: %v", cat.Name, method, err)
+	case t == wire.TStop:
+		return 0, nil // no success value: an empty answer
+	case id != 0:
+		name, msg := "MetaException", ""
+		if v, err := wire.DecodeStruct(body); err == nil {
+			msg = v.Field(id).Field(1).String()
+		}
+		if spec := r.table.Lookup(method); spec != nil {
+			name = spec.exceptionName(id)
+		}
+		if r.metrics != nil {
+			r.metrics.BackendFailure(cat.Name, name)
+		}
+		return 0, fmt.Errorf("catalog %s: %s failed: %s: %s", cat.Name, method, name, msg)
+	case t != wire.TList:
+		return 0, fmt.Errorf("catalog %s: %s answered a field of type %d, not a list", cat.Name, method, t)
+	}
+	et, n, err := b.ListHeader()
+	if err != nil {
+		return 0, fmt.Errorf("catalog %s: unreadable %s reply: %v", cat.Name, method, err)
+	}
+	if et != elem && n > 0 {
+		return 0, fmt.Errorf("catalog %s: %s answered a list of type %d", cat.Name, method, et)
+	}
+	return n, nil
+}
+
+// legTableMeta asks one catalog for table metadata, rewrites it outward and
+// appends its elements, hiding what exposure hides.
+func (r *Router) legTableMeta(ctx context.Context, x *Exchange, args wire.Value) error {
+	cat := x.Cat
+	body, release, err := r.legFetch(ctx, x, "get_table_meta", args.Encode(), "")
+	if err != nil {
+		return err
+	}
+	defer release()
+	spec := r.table.Lookup("get_table_meta")
+	patches, err := r.outwardPatches(spec.Result, cat, body, nil)
+	if err != nil {
+		return fmt.Errorf("catalog %s: unreadable get_table_meta reply: %v", cat.Name, err)
+	}
+	if len(patches) > 0 {
+		body = wire.Apply(nil, body, patches)
+	}
+	b := wire.Buf{B: body}
+	n, err := r.resultList(&b, cat, "get_table_meta", body, wire.TStruct)
+	if err != nil {
+		return err
+	}
+	exp := r.policies[cat].exposure
+	hidden := 0
+	for i := 0; i < n; i++ {
+		start := b.Pos
+		if err := b.Skip(wire.TStruct, 1); err != nil {
+			return fmt.Errorf("catalog %s: unreadable get_table_meta reply: %v", cat.Name, err)
+		}
+		el := body[start:b.Pos]
+		if exp.active() {
+			tm, err := wire.DecodeStruct(el)
+			if err != nil {
+				return fmt.Errorf("catalog %s: unreadable get_table_meta reply: %v", cat.Name, err)
+			}
+			_, db, _ := r.ns.SplitDB(tm.Field(1).String())
+			if !exp.TableVisible(db, tm.Field(2).String()) {
+				hidden++
+				continue
+			}
+		}
+		x.legOut = append(x.legOut, el...)
+		x.legN++
+	}
+	if hidden > 0 && r.metrics != nil {
+		r.metrics.FilteredObjects(x.Method(), cat.Name, "table", hidden)
+	}
+	return nil
+}
+
+func noRelease() {}
+
+// legFetch returns the result body of method(args) on the leg's catalog,
+// valid until release: from the database list cache when it is on and
+// cacheName names the request, else from the backend. A transport failure
+// is a *backendError; a TApplicationException an error naming the catalog.
+func (r *Router) legFetch(ctx context.Context, x *Exchange, method string, args []byte, cacheName string) (body []byte, release func(), err error) {
+	cat := x.Cat
+	if cacheName != "" && r.res.cache.Enabled(dbcache.DatabaseList) {
+		id := x.Identity()
+		load := r.listLoader(cat, id, method, args, cacheName == allDatabases)
+		if x.scratchPool == nil {
+			x.scratchPool = r.bufs.Get().(*[]byte)
+			x.scratch = (*x.scratchPool)[:0]
+		}
+		val, _, err := r.res.cache.Get(ctx, dbcache.DatabaseList,
+			dbcache.Key{Catalog: cat.Name, Name: cacheName, User: r.listUser(x)}, x.scratch[:0], load)
+		x.scratch = val
+		if err != nil {
+			return nil, nil, err
+		}
+		body, err := cachedBody(val, cat, method)
+		return body, noRelease, err
+	}
+	bufp := r.bufs.Get().(*[]byte)
+	req := wire.AppendHeader((*bufp)[:0], wire.Header{Name: method, Type: wire.Call, SeqID: 1})
+	req = append(req, args...)
+	*bufp = req
+	reply, done, err := r.fetch(ctx, x.req.info.ID, cat, req, x.req.fanSem, x.by)
+	r.bufs.Put(bufp)
+	if err != nil {
+		if !x.by.IsZero() && !time.Now().Before(x.by) && !errors.Is(err, ErrBudgetExceeded) {
+			err = fmt.Errorf("catalog %s: no answer within the fan-out's bound of %v (routing.hedged-read.fanout-timeout-ms): %w",
+				cat.Name, r.res.opt.FanoutTimeout, err)
+		}
+		return nil, nil, &backendError{cat: cat, err: err}
+	}
+	if reply.Type == wire.Exception {
+		done()
+		return nil, nil, appFailure(r, cat, method, reply.Body())
+	}
+	return reply.Body(), done, nil
+}
+
+// appFailure is the error of a TApplicationException answer, counted.
+func appFailure(r *Router, cat *Catalog, method string, body []byte) error {
+	_, msg, _ := wire.ParseAppException(body)
+	if r.metrics != nil {
+		r.metrics.BackendFailure(cat.Name, "TApplicationException")
+	}
+	return fmt.Errorf("catalog %s: %s failed: %s", cat.Name, method, msg)
+}
+
+// A cached reply is the message type followed by the backend's body.
+func cachedBody(val []byte, cat *Catalog, method string) ([]byte, error) {
+	if len(val) == 0 {
+		return nil, fmt.Errorf("catalog %s: %s: empty cached reply", cat.Name, method)
+	}
+	if val[0] == wire.Exception {
+		_, msg, _ := wire.ParseAppException(val[1:])
+		return nil, fmt.Errorf("catalog %s: %s failed: %s", cat.Name, method, msg)
+	}
+	return val[1:], nil
+}
+
+// userKey is the cache's per-caller key of an identity.
+func userKey(id *security.Identity) string {
+	if id == nil {
+		return ""
+	}
+	return dbcache.UserKey(id.User, id.Groups)
+}
+
+// listLoader loads a database list reply for the cache. It keeps copies of
+// what it needs (it may run again in a background refresh after the request
+// ended) and loads as the caller (its identity picks the impersonation pool)
+// unless the cache is shared across users: a shared entry is loaded by the
+// proxy itself, whoever asked first. The shared get_all_databases loader of
+// a catalog is built once.
+func (r *Router) listLoader(cat *Catalog, id *security.Identity, method string, args []byte, all bool) dbcache.Loader {
+	if r.res.cache.Shared(dbcache.DatabaseList) {
+		id = nil
+		if all {
+			if l := r.res.allLoaders[cat]; l != nil {
+				return l
+			}
+		}
+	}
+	return r.newListLoader(cat, id, method, append([]byte(nil), args...))
+}
+
+func (r *Router) newListLoader(cat *Catalog, id *security.Identity, method string, args []byte) dbcache.Loader {
+	return func(ctx context.Context) ([]byte, bool, error) {
+		ctx = context.WithValue(ctx, ctxKey{}, &RequestInfo{Method: method, Identity: id})
+		req := wire.AppendHeader(make([]byte, 0, 64+len(args)), wire.Header{Name: method, Type: wire.Call, SeqID: 1})
+		req = append(req, args...)
+		// The cache runs a load detached from its first caller: bound it as
+		// a fan-out is bounded.
+		var by time.Time
+		if t := r.res.opt.FanoutTimeout; t > 0 {
+			by = time.Now().Add(t)
+		}
+		reply, done, err := r.fetch(ctx, 0, cat, req, nil, by)
+		if err != nil {
+			return nil, false, &backendError{cat: cat, err: err}
+		}
+		defer done()
+		body := reply.Body()
+		val := make([]byte, 1+len(body))
+		val[0] = reply.Type
+		copy(val[1:], body)
+		return val, reply.Type == wire.Reply && exceptionField(body) == 0, nil
+	}
+}
+
+// fetch sends one call (a whole message, which it may modify) to cat on the
+// pool of ctx's caller; with hedged reads on, a second attempt goes to
+// another session once the first has taken longer than the hedge delay.
+func (r *Router) fetch(ctx context.Context, id uint64, cat *Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
+	b, err := r.backendFor(ctx, cat)
+	if err != nil {
+		return nil, nil, err
+	}
 	if r.trace != nil {
 		r.trace.Backend(id, cat.Name, req)
 	}
-	b, err := r.backendFor(ctx, cat)
-	if err != nil {
-		return wire.Value{}, &backendError{cat: cat, err: fmt.Errorf("catalog %s: %w", cat.Name, err)}
+	var reply *wire.Message
+	var done func()
+	if r.res.opt.Hedge.Enabled {
+		reply, done, err = r.hedged(ctx, b, cat, req, sem, by)
+	} else {
+		reply, done, err = b.CallBefore(ctx, req, true, by)
 	}
-	reply, done, err := b.Call(ctx, req, true)
 	if r.trace != nil {
 		r.trace.BackendReply(id, cat.Name, reply, err)
 	}
-	if err != nil {
-		return wire.Value{}, &backendError{cat: cat, err: fmt.Errorf("catalog %s: %w", cat.Name, err)}
-	}
-	defer done()
-	if reply.Type == wire.Exception {
-		_, msg, _ := wire.ParseAppException(reply.Body())
-		if r.metrics != nil {
-			r.metrics.BackendFailure(cat.Name, "TApplicationException")
-		}
-		return wire.Value{}, fmt.Errorf("catalog %s: %s failed: %s", cat.Name, method, msg)
-	}
-	body := reply.Body()
-	if outward {
-		spec := r.table.Lookup(method)
-		if spec != nil && spec.Result != nil {
-			patches, err := r.outwardPatches(spec.Result, cat, body, nil)
-			if err != nil {
-				return wire.Value{}, fmt.Errorf("catalog %s: unreadable %s reply: %v", cat.Name, method, err)
-			}
-			body = wire.Apply(nil, body, patches)
-		}
-	}
-	v, err := wire.DecodeStruct(body)
-	if err != nil {
-		return v, fmt.Errorf("catalog %s: unreadable %s reply: %v", cat.Name, method, err)
-	}
-	if exc := exceptionField(body); exc != 0 {
-		if r.metrics != nil {
-			name := "MetaException"
-			if spec := r.table.Lookup(method); spec != nil {
-				name = spec.exceptionName(exc)
-			}
-			r.metrics.BackendFailure(cat.Name, name)
-		}
-		return v, fmt.Errorf("catalog %s: %s failed: %s", cat.Name, method, v.Field(exc).Field(1).String())
-	}
-	return v, nil
+	return reply, done, err
 }
 
-// callList calls a list-returning method and returns the list's elements.
-func (r *Router) callList(ctx context.Context, id uint64, cat *Catalog, method string, args wire.Value, outward bool) ([]wire.Value, error) {
-	v, err := r.callValue(ctx, id, cat, method, args, outward)
-	if err != nil {
-		return nil, err
+// attempt is one of the two calls of a hedged read.
+type attempt struct {
+	reply  *wire.Message
+	done   func()
+	err    error
+	second bool
+}
+
+// hedgeDelay is how long the first attempt may take before a second one is
+// sent: max(MinDelay, latency EWMA × DelayMultiplier); 0 before the catalog
+// has answered once (nothing to compare with).
+func (r *Router) hedgeDelay(cat *Catalog) time.Duration {
+	ewma, ok := r.res.guards[cat].LatencyEWMA()
+	if !ok {
+		return 0
 	}
-	if list := v.Field(0); list != nil {
-		return list.Elems, nil
+	h := r.res.opt.Hedge
+	mult, floor := h.DelayMultiplier, h.MinDelay
+	if mult <= 0 {
+		mult = DefaultHedgeDelayMultiplier
 	}
-	return nil, nil
+	if floor <= 0 {
+		floor = DefaultHedgeMinDelay
+	}
+	return max(floor, time.Duration(float64(ewma)*mult))
+}
+
+// hedged sends req to b and, when the answer is late and another session is
+// free, a copy on a second session as soon as the fan-out has room under
+// max-parallelism (a leg that ends makes room): the first answer wins, the other attempt is cancelled (its
+// session closed; the breaker counts a cancelled call neither way). When the
+// first to return failed, the other one is waited for.
+func (r *Router) hedged(ctx context.Context, b *Backend, cat *Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
+	delay := r.hedgeDelay(cat)
+	if delay <= 0 {
+		return b.CallBefore(ctx, req, true, by)
+	}
+	ch := make(chan attempt, 2)
+	ctx1, cancel1 := context.WithCancel(ctx)
+	req1 := append([]byte(nil), req...) // a losing attempt may outlive the caller's buffer
+	go func() {
+		rep, done, err := b.CallBefore(ctx1, req1, true, by)
+		ch <- attempt{reply: rep, done: done, err: err}
+	}()
+	t := time.NewTimer(delay)
+	var a attempt
+	select {
+	case a = <-ch:
+		t.Stop()
+		cancel1()
+		return a.reply, a.done, a.err
+	case <-t.C:
+	}
+	if b.Free() == 0 { // no session for a second attempt
+		a = <-ch
+		cancel1()
+		return a.reply, a.done, a.err
+	}
+	if sem != nil { // room under max-parallelism: now, or when another leg ends
+		select {
+		case sem <- struct{}{}:
+		case a = <-ch:
+			cancel1()
+			return a.reply, a.done, a.err
+		}
+	}
+	req2 := append([]byte(nil), req...)
+	ctx2, cancel2 := context.WithCancel(ctx)
+	go func() {
+		rep, done, err := b.CallBefore(ctx2, req2, true, by)
+		if sem != nil {
+			<-sem
+		}
+		ch <- attempt{reply: rep, done: done, err: err, second: true}
+	}()
+	a = <-ch
+	if a.err != nil {
+		o := <-ch // both returned
+		if o.err == nil {
+			a = o
+		} else if a.second {
+			a = o // report the first attempt's error
+		}
+	} else {
+		go func() { // the loser: cancelled below, its session freed when it returns
+			if o := <-ch; o.err == nil {
+				o.done()
+			}
+		}()
+	}
+	cancel1()
+	cancel2()
+	if a.err == nil {
+		if a.second {
+			r.res.m.hedge(cat.Name, HedgeWon)
+		} else {
+			r.res.m.hedge(cat.Name, HedgeLost)
+		}
+	}
+	return a.reply, a.done, a.err
 }
 
 // hivePattern compiles a metastore name pattern as HMS does: alternatives
@@ -92,144 +728,4 @@ func hivePattern(p string) (*regexp.Regexp, error) {
 		return nil, fmt.Errorf("database pattern %q is not valid: %v", p, err)
 	}
 	return re, nil
-}
-
-// fanOut runs the legs of a fan-out plan through the policy chain in
-// parallel; the first failure cancels the others and fails the call, naming
-// its catalog. The answers are merged in catalog order.
-func (r *Router) fanOut(ctx context.Context, req *request) {
-	p, m := &req.plan, req.msg
-	req.routed = true
-	if len(p.Legs) == 1 {
-		req.catalog = p.Legs[0].Cat.Name
-	} else {
-		req.fanout = true
-	}
-	xs := make([]Exchange, len(p.Legs))
-	for i := range p.Legs {
-		xs[i] = Exchange{req: req, Cat: p.Legs[i].Cat, Leg: &p.Legs[i]}
-	}
-	var err error
-	if len(xs) == 1 {
-		err = r.chain(ctx, &xs[0]) // nothing to overlap: no goroutine
-	} else {
-		g, gctx := errgroup.WithContext(ctx)
-		for i := range xs {
-			g.Go(func() error { return r.chain(gctx, &xs[i]) })
-		}
-		err = g.Wait()
-	}
-	if err != nil {
-		var ref *Refusal
-		if errors.As(err, &ref) {
-			r.refuse(req, ref)
-			return
-		}
-		var be *backendError
-		if errors.As(err, &be) && r.metrics != nil {
-			r.metrics.BackendFailure(be.cat.Name, "TTransportException")
-		}
-		msg := m.Name + ": " + err.Error()
-		if len(xs) > 1 {
-			msg = m.Name + " fans out to every catalog and " + err.Error()
-		}
-		r.refuse(req, &Refusal{Kind: RefuseMeta, Reason: "fanout_failed", Message: msg})
-		return
-	}
-	var all []wire.Value
-	for i := range xs {
-		all = append(all, xs[i].results...)
-	}
-	elem := wire.TString
-	if p.Merge == MergeTableMeta {
-		elem = wire.TStruct
-	}
-	body := wire.Struct(wire.Field{ID: 0, V: wire.List(elem, all...)})
-	req.out = wire.AppendMessage(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
-}
-
-// execLeg runs one fan-out leg against its catalog.
-func (r *Router) execLeg(ctx context.Context, x *Exchange) error {
-	leg, id := x.Leg, x.req.info.ID
-	var err error
-	switch leg.Op {
-	case LegDatabases:
-		x.results, err = r.databasesOf(ctx, x, leg.BackendPattern, leg.Match)
-	case LegTableMeta:
-		x.results, err = r.tableMetaOf(ctx, x, leg.Args)
-	case LegTableMetaOfMatching:
-		var dbs []wire.Value
-		if dbs, err = r.databasesOf(ctx, x, "", leg.Match); err != nil || len(dbs) == 0 {
-			return err
-		}
-		names := make([]string, len(dbs))
-		for i, d := range dbs {
-			_, names[i], _ = r.ns.SplitDB(string(d.Str))
-		}
-		a := wire.Value{Type: wire.TStruct, Fields: append([]wire.Field(nil), leg.Args.Fields...)}
-		a.Set(1, wire.Str(strings.Join(names, "|")))
-		x.results, err = r.tableMetaOf(ctx, x, a)
-	}
-	_ = id
-	return err
-}
-
-// tableMetaOf asks one catalog for table metadata (outward names) and hides
-// what exposure hides.
-func (r *Router) tableMetaOf(ctx context.Context, x *Exchange, args wire.Value) ([]wire.Value, error) {
-	cat := x.Cat
-	metas, err := r.callList(ctx, x.req.info.ID, cat, "get_table_meta", args, true)
-	exp := r.policies[cat].exposure
-	if err != nil || !exp.active() {
-		return metas, err
-	}
-	var kept []wire.Value
-	hidden := 0
-	for _, tm := range metas {
-		_, db, _ := r.ns.SplitDB(tm.Field(1).String())
-		if exp.TableVisible(db, tm.Field(2).String()) {
-			kept = append(kept, tm)
-		} else {
-			hidden++
-		}
-	}
-	if hidden > 0 && r.metrics != nil {
-		r.metrics.FilteredObjects(x.Method(), cat.Name, "table", hidden)
-	}
-	return kept, nil
-}
-
-// databasesOf lists one catalog's databases in external form, filtered by
-// exposure (counted) and by an optional pattern on the external names.
-func (r *Router) databasesOf(ctx context.Context, x *Exchange, backendPattern string, match *regexp.Regexp) ([]wire.Value, error) {
-	cat := x.Cat
-	var names []wire.Value
-	var err error
-	if backendPattern == "" {
-		names, err = r.callList(ctx, x.req.info.ID, cat, "get_all_databases", wire.Struct(), false)
-	} else {
-		names, err = r.callList(ctx, x.req.info.ID, cat, "get_databases", wire.Struct(wire.Field{ID: 1, V: wire.Str(backendPattern)}), false)
-	}
-	if err != nil {
-		return nil, err
-	}
-	exp := r.policies[cat].exposure
-	var out []wire.Value
-	hidden := 0
-	for _, e := range names {
-		db := string(e.Str)
-		if exp.active() && !exp.DBVisible(db) {
-			hidden++
-			continue
-		}
-		ext := r.ns.ExternalDB(cat, db)
-		if match != nil && !match.MatchString(ext) {
-			continue
-		}
-		out = append(out, wire.Str(ext))
-	}
-	if hidden > 0 && r.metrics != nil {
-		r.metrics.FilteredObjects(x.Method(), cat.Name, "database", hidden)
-	}
-	return out, nil
 }

@@ -2,6 +2,7 @@ package router
 
 import (
 	"github.com/hms-proxy/hms-proxy/audit"
+	"github.com/hms-proxy/hms-proxy/router/synthetic"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -28,6 +29,10 @@ func (r *Router) local(req *request) {
 		}
 		body := wire.Struct(wire.Field{ID: 0, V: wire.Struct(wire.Field{ID: 1, V: names})})
 		req.out = wire.AppendMessage(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+	case AnswerRefreshPrivileges:
+		// HiveServer2's PrivilegeSynchronizer calls it for every table on a
+		// timer; the metastore's answer when the refresh worked.
+		req.out = synthetic.RefreshPrivilegesSuccess(req.out, m.SeqID)
 	case AnswerVersion:
 		body := wire.Struct(wire.Field{ID: 0, V: wire.Str(req.conn.Frontend.Runtime.Version)})
 		req.out = wire.AppendMessage(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)

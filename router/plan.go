@@ -67,12 +67,13 @@ type Local uint8
 
 // Local answers.
 const (
-	AnswerNone     Local = iota
-	AnswerSetUGI         // binds the caller's identity to the connection
-	AnswerCatalogs       // get_catalogs: the configured catalogs
-	AnswerVersion        // getVersion: the front door's profile identity
-	AnswerOneway         // fb303 shutdown/reinitialize: never reach a backend
-	AnswerHandler        // an Options.Local handler (delegation tokens)
+	AnswerNone              Local = iota
+	AnswerSetUGI                  // binds the caller's identity to the connection
+	AnswerCatalogs                // get_catalogs: the configured catalogs
+	AnswerVersion                 // getVersion: the front door's profile identity
+	AnswerOneway                  // fb303 shutdown/reinitialize: never reach a backend
+	AnswerHandler                 // an Options.Local handler (delegation tokens)
+	AnswerRefreshPrivileges       // refresh_privileges: success (routing.refresh-privileges.synthetic-success)
 )
 
 // Merge says how fan-out answers are combined.
@@ -133,6 +134,9 @@ type Refusal struct {
 	// Catalog is the one catalog the refused call was aimed at, when the
 	// refusal came before routing set it (audit and the WARN line name it).
 	Catalog string
+	// Status is the request's status label (metrics, audit); "" is
+	// "error" ("throttled" for a rate limit).
+	Status string
 }
 
 func (r *Refusal) Error() string { return r.Message }
@@ -188,7 +192,7 @@ func (p *Plan) String() string {
 			b.WriteString("]")
 		}
 	case PlanLocal:
-		b.WriteString([...]string{"", " set_ugi", " get_catalogs", " getVersion", " oneway fb303", " local handler"}[p.Local])
+		b.WriteString([...]string{"", " set_ugi", " get_catalogs", " getVersion", " oneway fb303", " local handler", " refresh_privileges success"}[p.Local])
 	case PlanRefuse:
 		fmt.Fprintf(&b, " %s: %s", p.Refusal.Reason, p.Refusal.Message)
 	}
@@ -215,6 +219,10 @@ func (r *Router) plan(req *request) {
 	}
 	if r.locals[m.Name] != nil {
 		p.Kind, p.Local = PlanLocal, AnswerHandler
+		return
+	}
+	if r.res.opt.SyntheticRefreshPrivileges && m.Name == "refresh_privileges" {
+		p.Kind, p.Local = PlanLocal, AnswerRefreshPrivileges
 		return
 	}
 	switch spec.Special {
@@ -519,6 +527,7 @@ func (r *Router) patternParts(pattern string) []patternPart {
 func (r *Router) planDatabases(req *request) {
 	p, m := &req.plan, req.msg
 	p.Kind, p.Merge = PlanFanOut, MergeDatabases
+	p.Legs = make([]Leg, 0, len(r.ns.Catalogs()))
 	if m.Name == "get_all_databases" {
 		for _, c := range r.ns.Catalogs() {
 			p.Legs = append(p.Legs, Leg{Cat: c, Op: LegDatabases})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/audit"
+	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -42,6 +43,12 @@ type BackendOptions struct {
 	OnAcquireTimeout func(operation string)
 	// OnDiscard is told when a session is closed after a failure (metrics).
 	OnDiscard func()
+	// Guard is the catalog's circuit breaker and adaptive timeout, shared
+	// by the catalog's shared pool and its impersonation pools; nil: none.
+	// Every client call asks it first (an open circuit fails fast, before a
+	// session is borrowed), runs within its timeout and reports its outcome
+	// to it. Probes (Probe) bypass it: they are what closes a circuit.
+	Guard *breaker.Guard
 }
 
 // ErrPoolExhausted is returned when no session frees up within the budget.
@@ -73,7 +80,6 @@ type BackendHealth struct {
 	LastSuccess, LastFailure time.Time
 	LastProbe                time.Time
 	LastLatency              time.Duration
-	LatencyEWMA              float64 // ms
 	ConsecutiveFailures      int
 	LastError                string
 	Endpoint                 string
@@ -173,16 +179,61 @@ type ReplyVisitor interface {
 // rw.Visit as it reads the reply; walked says whether it did (framed
 // replies and exceptions are not walked: the caller walks them itself).
 func (b *Backend) CallWalk(ctx context.Context, req []byte, retry bool, rw *ReplyWalk) (reply *wire.Message, done func(), walked bool, err error) {
-	var deadline time.Time
-	if b.opt.CallBudget > 0 {
-		deadline = time.Now().Add(b.opt.CallBudget)
+	return b.call(ctx, req, retry, rw, b.opt.Guard, time.Time{})
+}
+
+// CallBefore is Call that ends by the deadline by as well (a fan-out's
+// bound, passed as a value: a context with a deadline costs a timer and
+// makes every round trip watch it).
+func (b *Backend) CallBefore(ctx context.Context, req []byte, retry bool, by time.Time) (reply *wire.Message, done func(), err error) {
+	reply, done, _, err = b.call(ctx, req, retry, nil, b.opt.Guard, by)
+	return reply, done, err
+}
+
+// Probe sends one readiness probe call past the circuit breaker (an open
+// circuit must not stop the probe that can close it). Its outcome updates
+// the pool's health, not the breaker: the caller reports it
+// (breaker.Guard.ProbeResult).
+func (b *Backend) Probe(ctx context.Context, req []byte) (reply *wire.Message, done func(), err error) {
+	reply, done, _, err = b.call(ctx, req, true, nil, nil, time.Time{})
+	return reply, done, err
+}
+
+// Free is the number of sessions that can be borrowed without waiting (a
+// hedged read only asks for a second session when one is free).
+func (b *Backend) Free() int { return cap(b.permits) - len(b.permits) }
+
+func (b *Backend) call(ctx context.Context, req []byte, retry bool, rw *ReplyWalk, guard *breaker.Guard, by time.Time) (reply *wire.Message, done func(), walked bool, err error) {
+	limit, adaptive := b.opt.CallBudget, false
+	var ticket breaker.Ticket
+	if guard != nil {
+		if ticket, err = guard.Admit(); err != nil {
+			return nil, nil, false, err // *breaker.OpenError: fail fast, no session taken
+		}
+		if t := ticket.Timeout(); t != limit {
+			limit, adaptive = t, true
+		}
 	}
-	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
-		deadline = d
+	begin := time.Now()
+	var deadline time.Time
+	if limit > 0 {
+		deadline = begin.Add(limit)
+	}
+	if d, ok := ctx.Deadline(); ok && (by.IsZero() || d.Before(by)) {
+		by = d
+	}
+	if !by.IsZero() && (deadline.IsZero() || by.Before(deadline)) {
+		deadline = by
+		limit = 0 // the caller's deadline, not the catalog's limit
 	}
 	s, err := b.borrow(ctx, deadline)
 	if err != nil {
-		return nil, nil, false, b.overBudget(err, deadline)
+		if errors.Is(err, ErrPoolExhausted) {
+			ticket.Abandon() // the proxy's own pool, not the backend
+		} else {
+			ticket.Done(time.Since(begin), err)
+		}
+		return nil, nil, false, b.overBudget(err, deadline, limit, adaptive)
 	}
 	start := time.Now()
 	reply, err = b.roundTrip(ctx, s, req, deadline, rw)
@@ -195,6 +246,7 @@ func (b *Backend) CallWalk(ctx context.Context, req []byte, retry bool, rw *Repl
 		if s, err = b.borrowFresh(ctx); err != nil {
 			b.release()
 			b.failure(err)
+			ticket.Done(time.Since(start), err)
 			return nil, nil, false, err
 		}
 		if rw != nil {
@@ -203,14 +255,19 @@ func (b *Backend) CallWalk(ctx context.Context, req []byte, retry bool, rw *Repl
 		start = time.Now()
 		reply, err = b.roundTrip(ctx, s, req, deadline, rw)
 	}
+	elapsed := time.Since(start)
+	// A reply of any kind (a declared exception, a TApplicationException)
+	// is the backend answering; a reply that does not belong to its
+	// request is not.
+	ticket.Done(elapsed, err)
 	if err != nil {
 		b.discard(s)
 		b.release()
-		err = b.overBudget(err, deadline)
+		err = b.overBudget(err, deadline, limit, adaptive)
 		b.failure(err)
 		return nil, nil, false, err
 	}
-	b.success(time.Since(start), s.addr)
+	b.success(elapsed, s.addr)
 	walked = rw != nil && reply != nil && reply.Type == wire.Reply && !b.opt.Framed
 	return reply, s.done, walked, nil
 }
@@ -287,17 +344,22 @@ func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, callDea
 	return m, nil
 }
 
-// overBudget names the latency budget when err is a timeout at the call's
-// budget deadline (a round trip, or a connect, that ran out of time).
-func (b *Backend) overBudget(err error, deadline time.Time) error {
-	if b.opt.CallBudget <= 0 || deadline.IsZero() || time.Now().Before(deadline) || errors.Is(err, ErrPoolExhausted) {
+// overBudget names the limit (the latency budget, or the adaptive timeout
+// when it is the smaller) when err is a timeout at the call's deadline (a
+// round trip, or a connect, that ran out of time).
+func (b *Backend) overBudget(err error, deadline time.Time, limit time.Duration, adaptive bool) error {
+	if limit <= 0 || deadline.IsZero() || time.Now().Before(deadline) || errors.Is(err, ErrPoolExhausted) {
 		return err
 	}
 	if !isTimeout(err) && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return fmt.Errorf("catalog %s: %w: the call did not finish within %v (catalog.%s.latency-budget-ms); its session was closed",
-		b.opt.Catalog, ErrBudgetExceeded, b.opt.CallBudget, b.opt.Catalog)
+	key := "catalog." + b.opt.Catalog + ".latency-budget-ms"
+	if adaptive {
+		key = "routing.adaptive-timeout: the catalog's adaptive timeout"
+	}
+	return fmt.Errorf("catalog %s: %w: the call did not finish within %v (%s); its session was closed",
+		b.opt.Catalog, ErrBudgetExceeded, limit, key)
 }
 
 // stampSeq writes seq into the header of a strict-form message and returns
@@ -426,10 +488,13 @@ func (b *Backend) dial(ctx context.Context, deadline time.Time) (*session, error
 	var errs []string
 	for attempt := 0; attempt < b.opt.ConnectRetries; attempt++ {
 		if attempt > 0 && b.opt.RetryDelay > 0 {
+			t := time.NewTimer(b.opt.RetryDelay)
 			select {
-			case <-time.After(b.opt.RetryDelay):
+			case <-t.C:
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				t.Stop()
+				return nil, fmt.Errorf("catalog %s: cannot connect to any metastore URI (%s): %s; no time left for another attempt: %w",
+					b.opt.Catalog, strings.Join(b.opt.URIs, ","), strings.Join(dedupe(errs), "; "), ctx.Err())
 			}
 		}
 		addrs := b.addrs
@@ -479,12 +544,6 @@ func (b *Backend) success(d time.Duration, addr string) {
 	st.Connected = true
 	st.LastSuccess = time.Now()
 	st.LastLatency = d
-	ms := float64(d.Microseconds()) / 1000
-	if st.LatencyEWMA == 0 {
-		st.LatencyEWMA = ms
-	} else {
-		st.LatencyEWMA = 0.8*st.LatencyEWMA + 0.2*ms
-	}
 	st.ConsecutiveFailures = 0
 	st.Endpoint = addr
 }

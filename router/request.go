@@ -22,6 +22,8 @@ import (
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/monitoring"
+	"github.com/hms-proxy/hms-proxy/router/breaker"
+	"github.com/hms-proxy/hms-proxy/router/dbcache"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
@@ -60,6 +62,9 @@ type Options struct {
 	// guards, the drop purge (tables.go); they run between exposure and
 	// Inner.
 	Tables TablePolicies
+	// Resilience: breakers, adaptive timeouts, polling, hedged and degraded
+	// fan-out, the database caches (resilience.go).
+	Resilience ResilienceOptions
 }
 
 // Router routes calls of every front-door listener.
@@ -88,6 +93,7 @@ type Router struct {
 	tablePaths  map[string][][]int16 // create_table*/alter_table*: where their Tables are (ACID policy)
 	locals      map[string]LocalHandler
 	users       map[*Catalog]*userPools
+	res         resilience
 }
 
 // Tracer sees one request at each stage (logging.debug-tracing). Every
@@ -128,6 +134,8 @@ func New(opt Options) (*Router, error) {
 		}
 	}
 	r.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
+	r.res = resilience{opt: opt.Resilience, guards: map[*Catalog]*breaker.Guard{}, state: map[*Catalog]*catalogState{},
+		cache: opt.Resilience.Cache, m: opt.Resilience.Metrics}
 	var cats []*Catalog
 	byName := map[string]*configs.CatalogConfig{}
 	for _, cc := range cfg.Catalogs {
@@ -154,6 +162,12 @@ func New(opt Options) (*Router, error) {
 		if d := opt.Dials[c.Name]; d != nil {
 			dial = d
 		}
+		guard, err := r.res.guardFor(c, cc.LatencyBudget)
+		if err != nil {
+			return nil, err
+		}
+		r.res.guards[c], r.res.state[c] = guard, &catalogState{}
+		r.res.m.Known(c.Name, safeFanoutMethods...)
 		bo := BackendOptions{
 			Catalog: c.Name, URIs: cc.URIs, Sequential: sel == "SEQUENTIAL",
 			PoolSize: cc.SharedSessionPoolSize, BorrowTimeout: cc.LatencyBudget, CallBudget: cc.LatencyBudget,
@@ -166,6 +180,7 @@ func New(opt Options) (*Router, error) {
 					r.metrics.SessionAcquireTimeout(name, op)
 				}
 			},
+			Guard: guard,
 		}
 		b, err := NewBackend(bo)
 		if err != nil {
@@ -201,8 +216,20 @@ func New(opt Options) (*Router, error) {
 		mws = append(mws, r.lockShim)
 	}
 	mws = append(mws, opt.Inner...)
+	mws = append(mws, r.invalidateDatabases) // innermost: only calls that reached the executor
 	r.chain = compose(r.execute, mws...)
 	r.locals = opt.Local
+	if r.res.cache.Shared(dbcache.DatabaseList) {
+		r.res.allLoaders = map[*Catalog]dbcache.Loader{}
+		for _, c := range cats {
+			r.res.allLoaders[c] = r.newListLoader(c, nil, "get_all_databases", emptyArgs)
+		}
+	}
+	if po := opt.Resilience.Polling; po != nil {
+		if r.res.poller, err = r.newPoller(*po); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -230,8 +257,14 @@ func (r *Router) WriteIsolated(catalog string) bool {
 	return c != nil && c.Default
 }
 
-// Close closes every backend pool.
+// Close stops the background work and closes every backend pool.
 func (r *Router) Close() {
+	if r.res.poller != nil {
+		r.res.poller.Close()
+	}
+	if r.res.cache != nil {
+		r.res.cache.Close()
+	}
 	for _, u := range r.users {
 		u.close()
 	}
@@ -312,6 +345,15 @@ type request struct {
 	x    Exchange   // the single-catalog exchange
 	out2 outward    // outward rewrites collected while the reply is read
 	rw   ReplyWalk  // the walk that collects them
+
+	// Fan-out (fanout.go): the catalogs asked (legs not left out), those
+	// left out under SAFE_FANOUT_READS, the bound of attempts in flight.
+	asked, omitted []string
+	askedArr       [2]string
+	fanSem         chan struct{}
+	// Exchange.Once
+	once    sync.Once
+	onceErr error
 }
 
 // Handle serves one client message and appends the reply to out (nothing for
@@ -395,7 +437,7 @@ func (r *Router) finish(req *request, d time.Duration) {
 		rec := &audit.Record{RequestID: req.info.ID, Method: msg.Name, Catalog: catalog, Backend: backend,
 			Status: req.status, DurationMs: d.Milliseconds(), RemoteAddress: req.conn.Remote,
 			AuthenticatedUser: req.conn.User(), Routed: req.routed, Fanout: req.fanout, Fallback: req.fallback,
-			DefaultCatalogRouted: req.defaultRouted}
+			DefaultCatalogRouted: req.defaultRouted, OmittedCatalogs: req.omitted}
 		if req.plan.Spec != nil {
 			rec.OperationClass = string(req.plan.Spec.Family)
 		}

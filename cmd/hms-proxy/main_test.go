@@ -54,12 +54,13 @@ func TestCheckConfigOnAGoodFile(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{": OK",
-		"\ncatalog.catalog2.access-mode=READ_ONLY\n",             // set in the file
-		"\n#routing.catalog-db-separator=__\n",                   // a default in force
-		"\n#catalog.catalog1.shared-session-pool-size=8\n",       // a per-catalog default
-		"\n#security.server-principal=\n",                        // no value
-		"\n# == Rate limiting [rate-limit]: refused-until-built", // a feature header with its status
+		"\ncatalog.catalog2.access-mode=READ_ONLY\n",                                    // set in the file
+		"\n#routing.catalog-db-separator=__\n",                                          // a default in force
+		"\n#catalog.catalog1.shared-session-pool-size=8\n",                              // a per-catalog default
+		"\n#security.server-principal=\n",                                               // no value
+		"\n# == Rate limiting [rate-limit]: implemented; off: rate-limit.enabled=false", // a feature header with its status
 		"\n#rate-limit.enabled=false\n",
+		"\n# == TLS to backends [backend-tls]: refused-until-built",
 		"\n# == View SQL rewrite [view-rewrite]: implemented",
 	} {
 		if !strings.Contains(got, want) {
@@ -93,14 +94,14 @@ management.enabled=yes
 // "refused:" line naming key and value, apart from plain errors.
 func TestCheckConfigRefusals(t *testing.T) {
 	var out, errb bytes.Buffer
-	path := writeFile(t, goodConfig(t)+"rate-limit.principal.requests-per-second=60\nrouting.refresh-privileges.synthetic-success=true\nserver.tcp-keepalive=yes\n")
+	path := writeFile(t, goodConfig(t)+"catalog.catalog2.conf.hive.metastore.use.SSL=true\ncatalog.catalog1.conf.hive.metastore.thrift.compact.protocol.enabled=true\nserver.tcp-keepalive=yes\n")
 	if code := run([]string{"check-config", path}, &out, &errb); code != 2 {
 		t.Fatalf("exit %d, want 2\n%s", code, out.String())
 	}
 	msg := errb.String()
 	for _, want := range []string{": INVALID\n",
-		"refused: rate-limit.principal.requests-per-second=60: Rate limiting is not built yet",
-		"refused: routing.refresh-privileges.synthetic-success=true: Synthetic refresh_privileges is not built yet",
+		"refused: catalog.catalog2.conf.hive.metastore.use.SSL=true: TLS to backends is not built yet",
+		"refused: catalog.catalog1.conf.hive.metastore.thrift.compact.protocol.enabled=true: Thrift compact protocol to backends is not built yet",
 		"error: server.tcp-keepalive=yes: not a boolean",
 	} {
 		if !strings.Contains(msg, want) {

@@ -17,6 +17,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/monitoring/promtest"
+	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
 )
@@ -27,11 +28,7 @@ import (
 // test until its entry is removed), and each names where the metric is
 // defined, so the name is not a typo of the rule.
 var notExportedYet = map[string]string{
-	monitoring.MetricRateLimitedTotal: "registered by monitoring.NewMetrics with no series: rate-limit.* is refused-until-built, nothing throttles",
-	locks.MetricStoreFailures:         "defined by locks.NewMetrics; the router does not use the synthetic lock shim yet",
-	// router/breaker.MetricCircuitState on the resil branch; use the
-	// constant once that branch is merged.
-	"hms_proxy_circuit_breaker_state": "defined by router/breaker (resil branch, not merged): no breaker runs yet",
+	locks.MetricStoreFailures: "defined by locks.NewMetrics; the router does not use the synthetic lock shim yet",
 }
 
 // backendMode is how a switchable backend address behaves.
@@ -253,12 +250,19 @@ func TestAlertRulesAgainstRealPrometheusAndProxy(t *testing.T) {
 		"catalog.slowcat.shared-session-pool-size":                  "1",
 		"catalog.slowcat.latency-budget-ms":                         "1000",
 		"catalog.slowcat.conf.hive.metastore.client.socket.timeout": "30s",
-		"additional-frontends":                                      "small",
-		"additional-frontends.small.port":                           strconv.Itoa(proxytest.FreePort(t)),
-		"additional-frontends.small.frontend-profile":               "APACHE_3_1_3",
-		"additional-frontends.small.max-worker-threads":             "1",
-		"additional-frontends.small.min-worker-threads":             "1",
-		"management.readiness-cache-ms":                             "0",
+		// deadcat's 160 failed calls open its circuit; slowcat's few budget
+		// breaches stay below the threshold (its calls must keep reaching
+		// the pool and the one-worker listener below).
+		"routing.circuit-breaker.enabled":           "true",
+		"routing.circuit-breaker.failure-threshold": "100",
+		// getStatus calls beyond one a second are throttled.
+		"rate-limit.method-family.admin_introspection.requests-per-second": "1",
+		"additional-frontends":                          "small",
+		"additional-frontends.small.port":               strconv.Itoa(proxytest.FreePort(t)),
+		"additional-frontends.small.frontend-profile":   "APACHE_3_1_3",
+		"additional-frontends.small.max-worker-threads": "1",
+		"additional-frontends.small.min-worker-threads": "1",
+		"management.readiness-cache-ms":                 "0",
 	})
 	rulesPath, err := filepath.Abs(rulesFile)
 	if err != nil {
@@ -280,6 +284,10 @@ func TestAlertRulesAgainstRealPrometheusAndProxy(t *testing.T) {
 			if _, err := good.GetDatabase(ctx, "default"); err != nil {
 				t.Errorf("catalog1 get_database: %v", err)
 			}
+		}
+		// Overload protection: fb303 getStatus bursts beyond its family's limit.
+		for range 5 * scale {
+			_, _ = good.GetStatus(ctx)
 		}
 		// deadcat: every call fails with a transport error.
 		for range 40 * scale {
@@ -346,6 +354,12 @@ func TestAlertRulesAgainstRealPrometheusAndProxy(t *testing.T) {
 			t.Errorf("%s: %v", r.Alert, err)
 		}
 	}
+	// The rules name the metrics as their producers define them.
+	for _, n := range []string{breaker.MetricCircuitState, monitoring.MetricRateLimitedTotal} {
+		if !used[n] {
+			t.Errorf("no rule uses %s", n)
+		}
+	}
 	for n := range notExportedYet {
 		if scraped[n] {
 			t.Errorf("%s is exported now: remove it from notExportedYet", n)
@@ -375,6 +389,7 @@ func TestAlertRulesAgainstRealPrometheusAndProxy(t *testing.T) {
 		"HmsProxyVeryHighErrorRatio":     {with("catalog", "deadcat")},
 		"HmsProxyFrontendBusy":           {with("instance", instance, "frontend", "small", "reason", "busy")},
 		"HmsProxyBadFrameStorm":          {with("instance", instance, "frontend", "primary", "reason", "http")},
+		"HmsProxyCircuitBreakerOpen":     {with("instance", instance, "catalog", "deadcat")},
 	}, 60*time.Second)
 	for _, r := range rules {
 		got, ok := byName[r.Alert]
@@ -404,6 +419,7 @@ func TestAlertRulesAgainstRealPrometheusAndProxy(t *testing.T) {
 		"HmsProxyNoInstanceUp":       {},
 		"HmsProxyReadinessFlapping":  {},
 		"HmsProxyHighLatencyP99":     {},
+		"HmsProxyCircuitBreakerOpen": {"catalog": "slowcat"},
 	} {
 		if hasAlert(byName[name], unwanted) {
 			t.Errorf("%s is active for %v: %v", name, unwanted, byName[name].Alerts)

@@ -237,6 +237,7 @@ func New(opt Options) (*Guard, error) {
 		g.cb.Store(g.newBreaker())
 	}
 	g.m.state(g.opt.Catalog, g.circuit())
+	g.m.known(g.opt.Catalog, g.opt.CircuitBreaker, a.Enabled)
 	return g, nil
 }
 
@@ -269,6 +270,17 @@ func stateName(s gobreaker.State) string {
 	default:
 		return Closed
 	}
+}
+
+// Circuit is the circuit's state (Closed, Open, HalfOpen or Disabled);
+// cheaper than State.
+func (g *Guard) Circuit() string { return g.circuit() }
+
+// LatencyEWMA is the latency EWMA of replies; ok is false before the first.
+func (g *Guard) LatencyEWMA() (ewma time.Duration, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return time.Duration(g.ewma * float64(time.Millisecond)), g.sampled
 }
 
 func (g *Guard) circuit() string {

@@ -47,6 +47,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// known makes a catalog's series visible at zero for the parts that are on
+// (a dashboard shows a flat zero rather than no data).
+func (m *Metrics) known(catalog string, breaker, adaptive bool) {
+	if m == nil {
+		return
+	}
+	if breaker {
+		m.rejectedTotal.WithLabelValues(catalog)
+	}
+	if adaptive {
+		m.appliedTotal.WithLabelValues(catalog)
+		m.skippedTotal.WithLabelValues(catalog, SkipHysteresis)
+		m.skippedTotal.WithLabelValues(catalog, SkipCooldown)
+	}
+}
+
 func (m *Metrics) applied(catalog string) {
 	if m != nil {
 		m.appliedTotal.WithLabelValues(catalog).Inc()

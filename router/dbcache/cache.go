@@ -56,6 +56,11 @@ type Key struct {
 	Catalog string // the proxy catalog
 	Name    string // database name (DatabaseMetadata) or list request, e.g. ListName("get_databases", "sales*")
 	User    string // the caller (see UserKey); ignored when the cache is shared across users
+	// Variant tells apart replies to different requests about the same
+	// name (get_database and get_database_req of one database, say); it is
+	// part of the key, shared or not, and InvalidateDatabase drops every
+	// variant of the name.
+	Variant string
 }
 
 // ListName is the Key.Name of a database list request.
@@ -147,6 +152,28 @@ func (c *Cache) Get(ctx context.Context, kind Kind, key Key, dst []byte, load Lo
 		return append(dst, body...), Bypass, err
 	}
 	return s.get(ctx, s.key(key), dst, load)
+}
+
+// Fresh reports whether a Get of key would be a hit now (it is not counted
+// and does not touch the entry): a router may serve such reads on one
+// goroutine instead of in parallel.
+func (c *Cache) Fresh(kind Kind, key Key) bool {
+	s := c.stores[kind]
+	if s == nil {
+		return false
+	}
+	k := s.key(key)
+	now := s.c.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[k]
+	return e != nil && now.Before(s.expiry(e))
+}
+
+// Shared reports whether the cache of kind keeps one entry for all callers
+// (SharedAcrossUsers).
+func (c *Cache) Shared(kind Kind) bool {
+	return c != nil && c.stores[kind] != nil && c.stores[kind].opt.SharedAcrossUsers
 }
 
 // Len is the number of entries of a cache (tests, diagnostics).
@@ -368,7 +395,7 @@ func (c *Cache) touch(k skey, now time.Time) (*batch, uint64) {
 }
 
 // skey is a normalized Key.
-type skey struct{ catalog, name, user string }
+type skey struct{ catalog, name, user, variant string }
 
 type entry struct {
 	key        skey
@@ -406,7 +433,7 @@ func newStore(c *Cache, kind Kind, o CacheOptions) *store {
 }
 
 func (s *store) key(k Key) skey {
-	n := skey{catalog: k.Catalog, name: strings.ToLower(k.Name)}
+	n := skey{catalog: k.Catalog, name: strings.ToLower(k.Name), variant: k.Variant}
 	if !s.opt.SharedAcrossUsers {
 		n.user = k.User
 	}

@@ -245,6 +245,10 @@ var obsNoProducer = map[string]string{
 	// and TestLockStoreOutage produce them (two replicas on ZooKeeper, ZooKeeper stopped).
 	"hms_proxy_synthetic_read_lock_handoffs_total":       "needs a second proxy instance on a shared ZooKeeper store",
 	"hms_proxy_synthetic_read_lock_store_failures_total": "needs a failing lock store",
+	"hms_proxy_rate_limit_overflow_total":                "needs more clients limited at once than rate-limit.max-tracked-keys (50,000) holds",
+	// Background refresh would reload slowcat's list through its one session
+	// while the budget test below needs it (the resilience e2e tests refresh).
+	"hms_proxy_cache_refreshes_total": "background refresh is off in this proxy",
 }
 
 func TestObsDashboardAgainstRealPrometheusAndRealTraffic(t *testing.T) {
@@ -263,14 +267,33 @@ func TestObsDashboardAgainstRealPrometheusAndRealTraffic(t *testing.T) {
 	p := proxytest.Start(t, map[string]string{
 		"catalogs":                "catalog1,catalog2,slowcat",
 		"routing.default-catalog": "catalog1",
-		"catalog.catalog1.conf.hive.metastore.uris":                                  def.URI(),
-		"catalog.catalog2.conf.hive.metastore.uris":                                  hms2.URI,
-		"catalog.catalog2.expose-mode":                                               "DENY_BY_DEFAULT",
-		"catalog.catalog2.expose-db-patterns":                                        "default|obs(vis|r)_.*",
-		"catalog.slowcat.conf.hive.metastore.uris":                                   slow.URI(),
-		"catalog.slowcat.shared-session-pool-size":                                   "1",
-		"catalog.slowcat.latency-budget-ms":                                          "1000",
-		"federation.external-table-drop-purge.mode":                                  "BEST_EFFORT",
+		"catalog.catalog1.conf.hive.metastore.uris": def.URI(),
+		"catalog.catalog2.conf.hive.metastore.uris": hms2.URI,
+		"catalog.catalog2.expose-mode":              "DENY_BY_DEFAULT",
+		"catalog.catalog2.expose-db-patterns":       "default|obs(vis|r)_.*",
+		"catalog.slowcat.conf.hive.metastore.uris":  slow.URI(),
+		"catalog.slowcat.shared-session-pool-size":  "1",
+		"catalog.slowcat.latency-budget-ms":         "1000",
+		"federation.external-table-drop-purge.mode": "BEST_EFFORT",
+		// Latency-aware routing and overload protection, so that their
+		// panels have series: the breaker never opens here (threshold), the
+		// adaptive timeout stays far above any call (bounds), polling runs
+		// its first round at start only (interval) so it never holds
+		// slowcat's one session during the test; only the list cache, without
+		// background refresh (the metadata cache would answer the slow
+		// get_database below, refreshes would hold slowcat's session).
+		"routing.circuit-breaker.enabled":                                            "true",
+		"routing.circuit-breaker.failure-threshold":                                  "1000",
+		"routing.adaptive-timeout.enabled":                                           "true",
+		"routing.adaptive-timeout.initial-ms":                                        "60000",
+		"routing.adaptive-timeout.min-ms":                                            "30000",
+		"routing.adaptive-timeout.max-ms":                                            "60000",
+		"routing.backend-state-polling.enabled":                                      "true",
+		"routing.backend-state-polling.interval-ms":                                  "600000",
+		"routing.degraded-routing-policy":                                            "SAFE_FANOUT_READS",
+		"routing.database-list-cache.ttl-ms":                                         "60000",
+		"rate-limit.source.requests-per-second":                                      "100000",
+		"rate-limit.method-family.admin_introspection.requests-per-second":           "1",
 		"catalog.catalog2.conf.hms.proxy.external-table-drop-purge.allowed-prefixes": "file://" + purgeRoot,
 	})
 	prom := promtest.StartT(t, p.Mgmt.Addr().String(), promtest.Options{ScrapeInterval: time.Second})
@@ -310,7 +333,15 @@ func TestObsDashboardAgainstRealPrometheusAndRealTraffic(t *testing.T) {
 		if stats, err := c.GetRuntimeStats(cx, &thriftgen.GetRuntimeStatsRequest{MaxWeight: 10, MaxCreateTime: 0}); err != nil || len(stats) != 0 {
 			t.Errorf("get_runtime_stats with the metastore gone: want the empty fallback, got %v, %v", stats, err)
 		}
+		// A safe fan-out read leaves the unreachable default catalog out.
+		if metas, err := c.GetTableMeta(cx, "*", "*", nil); err != nil {
+			t.Errorf("get_table_meta with catalog1 gone under SAFE_FANOUT_READS: %v %v", metas, err)
+		}
 		def.Restore()
+		// fb303 getStatus beyond its family's limit (1/s) is throttled.
+		for range 5 {
+			_, _ = c.GetStatus(cx)
+		}
 
 		// Latency budget: slowcat has one pooled session and a 1 s budget;
 		// of three concurrent calls, each held 700 ms by the metastore, one
@@ -475,6 +506,7 @@ func TestObsDashboardAgainstRealPrometheusAndRealTraffic(t *testing.T) {
 	// The panels of the events provoked above show them (a non-zero value
 	// within the dashboard's 1m rate window), not just an empty zero.
 	for _, panel := range []string{"Session acquire timeouts", "Compatibility fallbacks", "Fallbacks and throttling by method",
+		"Rate-limited requests", "Fan-out omissions", "Metadata cache hit ratio",
 		"Rejected frames", "Ambiguous routing refusals", "Filtered objects", "Default-catalog routing",
 		"Fan-out requests", "Backend failures", "Errors by method", "Fallback ratio"} {
 		found := false
