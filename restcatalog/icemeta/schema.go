@@ -3,6 +3,7 @@ package icemeta
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -134,7 +135,13 @@ func (s *Schema) HighestFieldID() int {
 
 // sameSchema compares fields and identifier field ids (not the schema id).
 func (s *Schema) sameSchema(o *Schema) bool {
-	return equalWithout(s.obj, o.obj, "schema-id", "type")
+	if !equalWithout(s.obj, o.obj, "schema-id", "type", "identifier-field-ids") {
+		return false
+	}
+	var a, b []int
+	_, _ = s.obj.get("identifier-field-ids", &a)
+	_, _ = o.obj.get("identifier-field-ids", &b)
+	return slices.Equal(a, b) // absent and [] are the same
 }
 
 func walkIDs(fields []any, fn func(int)) {
