@@ -3,15 +3,14 @@ package restcatalog
 import (
 	"cmp"
 	"context"
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
-
+	"github.com/hms-proxy/hms-proxy/restcatalog/icemeta"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
@@ -20,18 +19,18 @@ import (
 type tableChange struct {
 	ref     nsRef
 	name    string
-	reqs    table.Requirements
-	updates table.Updates
+	reqs    []icemeta.Requirement
+	updates []icemeta.Update
 
 	create     bool // no record yet: create_table instead of alter_table
 	registered bool // nextLoc is an existing file (register): nothing to write
 	noop       bool // no updates: nothing to publish
 
 	rec     *thriftgen.Table // the record the commit replaces
-	base    table.Metadata
+	base    *icemeta.Table
 	baseLoc string
 
-	next    table.Metadata
+	next    *icemeta.Table
 	nextLoc string
 	codec   string
 
@@ -43,14 +42,7 @@ type tableChange struct {
 
 func (ch *tableChange) fullName() string { return ch.ref.Name + "." + ch.name }
 
-func hasAssertCreate(reqs table.Requirements) bool {
-	for _, r := range reqs {
-		if r.GetType() == "assert-create" {
-			return true
-		}
-	}
-	return false
-}
+func hasAssertCreate(reqs []icemeta.Requirement) bool { return icemeta.IsAssertCreate(reqs) }
 
 // prepare loads the table, checks the requirements and applies the updates;
 // nothing is written.
@@ -78,38 +70,30 @@ func (rc *requestCtx) prepare(ch *tableChange) *Error {
 		}
 	}
 	for _, r := range ch.reqs {
-		if err := r.Validate(ch.base); err != nil {
-			return commitFailed("Requirement failed for table %s: %v", ch.fullName(), err)
+		if err := r.CheckTable(ch.base); err != nil {
+			return requirementError("table "+ch.fullName(), err)
 		}
 	}
-	var err error
-	if ch.create {
-		seed, serr := table.NewMetadata(iceberg.NewSchema(0), nil, table.UnsortedSortOrder, "", nil)
-		if serr != nil {
-			return internalf("cannot seed the metadata of %s: %v", ch.fullName(), serr)
-		}
-		if ch.next, err = table.UpdateTableMetadata(seed, ch.updates, ""); err != nil {
+	if !ch.create && len(ch.updates) == 0 {
+		ch.next, ch.nextLoc, ch.noop = ch.base, ch.baseLoc, true
+		return nil
+	}
+	next, err := icemeta.ApplyTable(ch.base, ch.baseLoc, ch.updates, time.Now())
+	if err != nil {
+		if ch.create {
 			return badRequest("cannot apply the updates to new table %s: %v", ch.fullName(), err)
 		}
-		if ch.next.Location() == "" {
-			loc, e := rc.defaultLocation(ch.ref, ch.name)
-			if e != nil {
-				return e
-			}
-			if ch.next, err = table.UpdateTableMetadata(ch.next, table.Updates{table.NewSetLocationUpdate(loc)}, ""); err != nil {
-				return badRequest("cannot set the location of new table %s: %v", ch.fullName(), err)
-			}
-		}
-	} else {
-		if len(ch.updates) == 0 {
-			ch.next, ch.nextLoc, ch.noop = ch.base, ch.baseLoc, true
-			return nil
-		}
-		if ch.next, err = table.UpdateTableMetadata(ch.base, ch.updates, ch.baseLoc); err != nil {
-			return badRequest("cannot apply the updates to table %s: %v", ch.fullName(), err)
-		}
+		return badRequest("cannot apply the updates to table %s: %v", ch.fullName(), err)
 	}
-	return checkLocation("table location", ch.next.Location())
+	ch.next = next
+	if ch.create && ch.next.Location == "" {
+		loc, e := rc.defaultLocation(ch.ref, ch.name)
+		if e != nil {
+			return e
+		}
+		ch.next.Location = loc
+	}
+	return checkLocation("table location", ch.next.Location)
 }
 
 // publish makes the prepared changes the tables' current metadata: new
@@ -171,7 +155,7 @@ func (rc *requestCtx) publish(chs []*tableChange) *Error {
 		if ch.create {
 			continue
 		}
-		props := ch.next.Properties()
+		props := ch.next.Properties
 		if !h.lockEnabled(ch.ref.Catalog, props) {
 			continue
 		}
@@ -231,10 +215,10 @@ func (rc *requestCtx) publish(chs []*tableChange) *Error {
 // read back: the change may have reached the metastore anyway.
 func (rc *requestCtx) persist(c *thriftgen.Client, ch *tableChange) *Error {
 	h := rc.h
-	hive := h.hiveEngine(ch.ref.Catalog, ch.next.Properties())
+	hive := h.hiveEngine(ch.ref.Catalog, ch.next.Properties)
 	var err error
 	if ch.create {
-		owner := ch.next.Properties()[propOwnerOfTable]
+		owner := ch.next.Properties[propOwnerOfTable]
 		if owner == "" {
 			owner = lockUser(rc.caller)
 		}
@@ -253,7 +237,7 @@ func (rc *requestCtx) persist(c *thriftgen.Client, ch *tableChange) *Error {
 		rec := ch.rec
 		var removed []string
 		if ch.base != nil {
-			removed = removedProps(ch.base.Properties(), ch.next.Properties())
+			removed = removedProps(ch.base.Properties, ch.next.Properties)
 		}
 		if e := updateTableRecord(rec, ch.next, ch.nextLoc, ch.baseLoc, removed, hive); e != nil {
 			return e
@@ -361,4 +345,14 @@ func (h *Handler) commitTransaction(rc *requestCtx) (int, any, *Error) {
 		return 0, nil, e
 	}
 	return http.StatusNoContent, nil, nil
+}
+
+// requirementError turns an unmet requirement into 409 CommitFailed and a
+// malformed one into 400.
+func requirementError(what string, err error) *Error {
+	var re *icemeta.RequirementError
+	if errors.As(err, &re) {
+		return commitFailed("Requirement failed for %s: %v", what, err)
+	}
+	return badRequest("%s: %v", what, err)
 }

@@ -11,10 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
-	"github.com/apache/iceberg-go/view"
-
+	"github.com/hms-proxy/hms-proxy/restcatalog/icemeta"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
@@ -68,7 +65,7 @@ func parseBool(s string) bool { return strings.EqualFold(strings.TrimSpace(s), "
 // hiveEngine decides the storage descriptor of a commit: the table's
 // engine.hive.enabled wins, then catalog.<c>.conf.iceberg.engine.hive.enabled,
 // then rest-catalog.hive-engine-descriptor.
-func (h *Handler) hiveEngine(catalog string, props iceberg.Properties) bool {
+func (h *Handler) hiveEngine(catalog string, props map[string]string) bool {
 	if v, ok := props[propHiveEnabled]; ok {
 		return parseBool(v)
 	}
@@ -82,7 +79,7 @@ func (h *Handler) hiveEngine(catalog string, props iceberg.Properties) bool {
 // table's engine.hive.lock-enabled, then the catalog's
 // iceberg.engine.hive.lock-enabled, default true. Without the lock the commit
 // relies on Hive 4's compare-and-swap of metadata_location in alter_table.
-func (h *Handler) lockEnabled(catalog string, props iceberg.Properties) bool {
+func (h *Handler) lockEnabled(catalog string, props map[string]string) bool {
 	if v, ok := props[propLockEnabled]; ok {
 		return parseBool(v)
 	}
@@ -92,67 +89,85 @@ func (h *Handler) lockEnabled(catalog string, props iceberg.Properties) bool {
 	return true
 }
 
-// hiveType is the Hive column type of an Iceberg type, as Iceberg's
-// HiveSchemaUtil converts it.
-func hiveType(t iceberg.Type) (string, error) {
+// hiveType is the Hive column type of an Iceberg type (as decoded from the
+// schema's JSON: a string for a primitive, an object for struct, list and
+// map), as Iceberg's HiveSchemaUtil converts it.
+func hiveType(t any) (string, error) {
 	switch t := t.(type) {
-	case iceberg.BooleanType:
-		return "boolean", nil
-	case iceberg.Int32Type:
-		return "int", nil
-	case iceberg.Int64Type:
-		return "bigint", nil
-	case iceberg.Float32Type:
-		return "float", nil
-	case iceberg.Float64Type:
-		return "double", nil
-	case iceberg.DateType:
-		return "date", nil
-	case iceberg.TimeType, iceberg.StringType, iceberg.UUIDType:
-		return "string", nil
-	case iceberg.TimestampType, iceberg.TimestampNsType:
-		return "timestamp", nil
-	case iceberg.TimestampTzType, iceberg.TimestampTzNsType:
-		return "timestamp with local time zone", nil
-	case iceberg.FixedType, iceberg.BinaryType:
-		return "binary", nil
-	case iceberg.DecimalType:
-		return fmt.Sprintf("decimal(%d,%d)", t.Precision(), t.Scale()), nil
-	case iceberg.VariantType, iceberg.UnknownType:
-		return "unknown", nil
-	case *iceberg.StructType:
-		parts := make([]string, 0, len(t.FieldList))
-		for _, f := range t.FieldList {
-			ft, err := hiveType(f.Type)
+	case string:
+		switch t {
+		case "boolean":
+			return "boolean", nil
+		case "int":
+			return "int", nil
+		case "long":
+			return "bigint", nil
+		case "float":
+			return "float", nil
+		case "double":
+			return "double", nil
+		case "date":
+			return "date", nil
+		case "time", "string", "uuid":
+			return "string", nil
+		case "timestamp", "timestamp_ns":
+			return "timestamp", nil
+		case "timestamptz", "timestamptz_ns":
+			return "timestamp with local time zone", nil
+		case "binary":
+			return "binary", nil
+		case "variant", "unknown":
+			return "unknown", nil
+		}
+		var n, p, sc int
+		if _, err := fmt.Sscanf(t, "fixed[%d]", &n); err == nil && strings.HasSuffix(t, "]") {
+			return "binary", nil
+		}
+		if _, err := fmt.Sscanf(strings.ReplaceAll(t, " ", ""), "decimal(%d,%d)", &p, &sc); err == nil && strings.HasSuffix(t, ")") {
+			return fmt.Sprintf("decimal(%d,%d)", p, sc), nil
+		}
+	case map[string]any:
+		switch t["type"] {
+		case "struct":
+			fields, _ := t["fields"].([]any)
+			parts := make([]string, 0, len(fields))
+			for _, f := range fields {
+				m, _ := f.(map[string]any)
+				name, _ := m["name"].(string)
+				ft, err := hiveType(m["type"])
+				if err != nil {
+					return "", err
+				}
+				parts = append(parts, name+":"+ft)
+			}
+			return "struct<" + strings.Join(parts, ",") + ">", nil
+		case "list":
+			et, err := hiveType(t["element"])
 			if err != nil {
 				return "", err
 			}
-			parts = append(parts, f.Name+":"+ft)
+			return "array<" + et + ">", nil
+		case "map":
+			kt, err := hiveType(t["key"])
+			if err != nil {
+				return "", err
+			}
+			vt, err := hiveType(t["value"])
+			if err != nil {
+				return "", err
+			}
+			return "map<" + kt + "," + vt + ">", nil
 		}
-		return "struct<" + strings.Join(parts, ",") + ">", nil
-	case *iceberg.ListType:
-		et, err := hiveType(t.Element)
-		if err != nil {
-			return "", err
-		}
-		return "array<" + et + ">", nil
-	case *iceberg.MapType:
-		kt, err := hiveType(t.KeyType)
-		if err != nil {
-			return "", err
-		}
-		vt, err := hiveType(t.ValueType)
-		if err != nil {
-			return "", err
-		}
-		return "map<" + kt + "," + vt + ">", nil
 	}
-	return "", fmt.Errorf("the Iceberg type %s has no Hive column type", t)
+	return "", fmt.Errorf("the Iceberg type %v has no Hive column type", t)
 }
 
-func hiveColumns(s *iceberg.Schema) ([]*thriftgen.FieldSchema, *Error) {
+func hiveColumns(s *icemeta.Schema) ([]*thriftgen.FieldSchema, *Error) {
 	var cols []*thriftgen.FieldSchema
-	for _, f := range s.Fields() {
+	if s == nil {
+		return nil, internalf("the metadata has no current schema")
+	}
+	for _, f := range s.Fields {
 		t, err := hiveType(f.Type)
 		if err != nil {
 			return nil, badRequest("column %s: %v", f.Name, err)
@@ -165,7 +180,7 @@ func hiveColumns(s *iceberg.Schema) ([]*thriftgen.FieldSchema, *Error) {
 // storageDescriptor is the record's sd: columns from the schema, the
 // location, and either the Hive-readable Iceberg formats or the abstract
 // ones Iceberg writes with the Hive engine off.
-func storageDescriptor(s *iceberg.Schema, location string, hiveEngine bool) (*thriftgen.StorageDescriptor, *Error) {
+func storageDescriptor(s *icemeta.Schema, location string, hiveEngine bool) (*thriftgen.StorageDescriptor, *Error) {
 	cols, e := hiveColumns(s)
 	if e != nil {
 		return nil, e
@@ -203,7 +218,7 @@ func setField(params map[string]string, key, value string) {
 
 // updateTableRecord writes the Iceberg state of a commit into the record's
 // parameters and storage descriptor, as HiveTableOperations does.
-func updateTableRecord(tbl *thriftgen.Table, m table.Metadata, newLoc, prevLoc string, removed []string, hiveEngine bool) *Error {
+func updateTableRecord(tbl *thriftgen.Table, m *icemeta.Table, newLoc, prevLoc string, removed []string, hiveEngine bool) *Error {
 	if tbl.Parameters == nil {
 		tbl.Parameters = map[string]string{}
 	}
@@ -214,7 +229,7 @@ func updateTableRecord(tbl *thriftgen.Table, m table.Metadata, newLoc, prevLoc s
 		}
 		delete(p, k)
 	}
-	for k, v := range m.Properties() {
+	for k, v := range m.Properties {
 		if strings.EqualFold(k, propOwnerOfTable) {
 			continue
 		}
@@ -223,7 +238,7 @@ func updateTableRecord(tbl *thriftgen.Table, m table.Metadata, newLoc, prevLoc s
 		}
 		p[k] = v
 	}
-	p["uuid"] = m.TableUUID().String()
+	p["uuid"] = m.UUID
 	p[paramTableType] = typeIceberg
 	p[paramMetadataLocation] = newLoc
 	if prevLoc != "" {
@@ -244,37 +259,29 @@ func updateTableRecord(tbl *thriftgen.Table, m table.Metadata, newLoc, prevLoc s
 		delete(p, k)
 	}
 	if s := m.CurrentSnapshot(); s != nil {
-		p["current-snapshot-id"] = strconv.FormatInt(s.SnapshotID, 10)
+		p["current-snapshot-id"] = strconv.FormatInt(s.ID, 10)
 		p["current-snapshot-timestamp-ms"] = strconv.FormatInt(s.TimestampMs, 10)
 		if s.Summary != nil {
-			summary := map[string]string{"operation": string(s.Summary.Operation)}
-			for k, v := range s.Summary.Properties {
-				summary[k] = v
-			}
-			if b, err := json.Marshal(summary); err == nil {
+			if b, err := json.Marshal(s.Summary); err == nil {
 				setField(p, "current-snapshot-summary", string(b))
 			}
 			for from, to := range map[string]string{"total-data-files": "numFiles", "total-records": "numRows", "total-files-size": "totalSize"} {
-				if v, ok := s.Summary.Properties[from]; ok {
+				if v, ok := s.Summary[from]; ok {
 					p[to] = v
 				}
 			}
 		}
 	}
-	p["snapshot-count"] = strconv.Itoa(len(m.Snapshots()))
-	if spec := m.PartitionSpec(); spec.NumFields() > 0 {
-		if b, err := json.Marshal(&spec); err == nil {
-			setField(p, "default-partition-spec", string(b))
-		}
+	p["snapshot-count"] = strconv.Itoa(len(m.Snapshots))
+	if spec := m.DefaultSpec(); spec != nil && len(spec.Fields) > 0 {
+		setField(p, "default-partition-spec", string(spec.Obj()))
 	}
-	if so := m.SortOrder(); so.Len() > 0 {
-		if b, err := json.Marshal(so); err == nil {
-			setField(p, "default-sort-order", string(b))
-		}
+	if so := m.DefaultSortOrder(); so != nil && so.NFields > 0 {
+		setField(p, "default-sort-order", string(so.Obj()))
 	}
 	delete(p, statsAccurate)
 	p[statsDoNotUpdate] = "true"
-	sd, e := storageDescriptor(m.CurrentSchema(), m.Location(), hiveEngine)
+	sd, e := storageDescriptor(m.CurrentSchema(), m.Location, hiveEngine)
 	if e != nil {
 		return e
 	}
@@ -283,7 +290,7 @@ func updateTableRecord(tbl *thriftgen.Table, m table.Metadata, newLoc, prevLoc s
 }
 
 // updateViewRecord writes the Iceberg state of a view commit into its record.
-func updateViewRecord(tbl *thriftgen.Table, m view.Metadata, newLoc, prevLoc string, removed []string) *Error {
+func updateViewRecord(tbl *thriftgen.Table, m *icemeta.View, newLoc, prevLoc string, removed []string) *Error {
 	if tbl.Parameters == nil {
 		tbl.Parameters = map[string]string{}
 	}
@@ -291,12 +298,12 @@ func updateViewRecord(tbl *thriftgen.Table, m view.Metadata, newLoc, prevLoc str
 	for _, k := range removed {
 		delete(p, k)
 	}
-	for k, v := range m.Properties() {
+	for k, v := range m.Properties {
 		if !strings.EqualFold(k, propOwnerOfTable) {
 			p[k] = v
 		}
 	}
-	p["uuid"] = m.ViewUUID().String()
+	p["uuid"] = m.UUID
 	p[paramTableType] = typeIcebergView
 	p[paramMetadataLocation] = newLoc
 	if prevLoc != "" {
@@ -308,7 +315,7 @@ func updateViewRecord(tbl *thriftgen.Table, m view.Metadata, newLoc, prevLoc str
 	if sql, ok := viewSQL(m); ok {
 		tbl.ViewOriginalText, tbl.ViewExpandedText = sql, sql
 	}
-	sd, e := storageDescriptor(m.CurrentSchema(), m.Location(), false)
+	sd, e := storageDescriptor(m.CurrentSchema(), m.Location, false)
 	if e != nil {
 		return e
 	}
@@ -318,16 +325,16 @@ func updateViewRecord(tbl *thriftgen.Table, m view.Metadata, newLoc, prevLoc str
 
 // viewSQL picks the SQL Hive shows for a view: the "hive" dialect, else the
 // first SQL representation.
-func viewSQL(m view.Metadata) (string, bool) {
+func viewSQL(m *icemeta.View) (string, bool) {
 	v := m.CurrentVersion()
 	if v == nil {
 		return "", false
 	}
-	var first *view.Representation
+	var first *icemeta.Representation
 	for i := range v.Representations {
 		r := &v.Representations[i]
 		if strings.EqualFold(r.Dialect, "hive") {
-			return r.Sql, true
+			return r.SQL, true
 		}
 		if first == nil {
 			first = r
@@ -336,11 +343,11 @@ func viewSQL(m view.Metadata) (string, bool) {
 	if first == nil {
 		return "", false
 	}
-	return first.Sql, true
+	return first.SQL, true
 }
 
 // removedProps lists the keys of before that after no longer has.
-func removedProps(before, after iceberg.Properties) []string {
+func removedProps(before, after map[string]string) []string {
 	var out []string
 	for k := range before {
 		if _, ok := after[k]; !ok {

@@ -142,10 +142,10 @@ func newEnv(t *testing.T, props map[string]string, tune func(*restcatalog.Option
 			_ = srv.Shutdown(ctx)
 		})
 		if i == 0 {
-			e.srv, e.url = srv, srv.URL()
+			e.srv, e.url = srv, captureFront(t, srv.URL())
 			metrics = nil // one listener_info / request series source
 		} else {
-			e.url2 = srv.URL()
+			e.url2 = captureFront(t, srv.URL())
 		}
 	}
 	return e

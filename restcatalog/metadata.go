@@ -5,18 +5,15 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"path"
 	"strconv"
 	"strings"
 
-	icebergio "github.com/apache/iceberg-go/io"
-	"github.com/apache/iceberg-go/table"
-	"github.com/apache/iceberg-go/view"
-	"github.com/google/uuid"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/hms-proxy/hms-proxy/restcatalog/icemeta"
 )
 
 // maxMetadataBytes bounds a metadata file read (a metadata.json of a table
@@ -28,7 +25,7 @@ func ioError(op, loc string, err error) *Error {
 }
 
 // fileIO opens the file system of a location.
-func (h *Handler) fileIO(ctx context.Context, loc string) (icebergio.IO, *Error) {
+func (h *Handler) fileIO(ctx context.Context, loc string) (icemeta.FS, *Error) {
 	fs, err := h.opts.FileIO(ctx, loc)
 	if err != nil {
 		return nil, errorf(http.StatusNotAcceptable, typeUnsupported, "this proxy has no file system for %s: %v", loc, err)
@@ -77,24 +74,24 @@ func (h *Handler) readFile(ctx context.Context, loc string) ([]byte, *Error) {
 	return b, nil
 }
 
-func (h *Handler) readTableMetadata(ctx context.Context, loc string) (table.Metadata, *Error) {
+func (h *Handler) readTableMetadata(ctx context.Context, loc string) (*icemeta.Table, *Error) {
 	b, e := h.readFile(ctx, loc)
 	if e != nil {
 		return nil, e
 	}
-	m, err := table.ParseMetadataBytes(b)
+	m, err := icemeta.ParseTable(b)
 	if err != nil {
 		return nil, errorf(http.StatusInternalServerError, typeInternal, "table metadata file %s does not parse: %v", loc, err)
 	}
 	return m, nil
 }
 
-func (h *Handler) readViewMetadata(ctx context.Context, loc string) (view.Metadata, *Error) {
+func (h *Handler) readViewMetadata(ctx context.Context, loc string) (*icemeta.View, *Error) {
 	b, e := h.readFile(ctx, loc)
 	if e != nil {
 		return nil, e
 	}
-	m, err := view.ParseMetadataBytes(b)
+	m, err := icemeta.ParseView(b)
 	if err != nil {
 		return nil, errorf(http.StatusInternalServerError, typeInternal, "view metadata file %s does not parse: %v", loc, err)
 	}
@@ -108,7 +105,7 @@ func (h *Handler) writeFile(ctx context.Context, loc string, v any, codec string
 		return errorf(http.StatusInternalServerError, typeInternal, "cannot encode metadata for %s: %v", loc, err)
 	}
 	switch codec {
-	case table.MetadataCompressionCodecGzip:
+	case "gzip":
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)
 		if _, err := zw.Write(b); err != nil {
@@ -118,7 +115,7 @@ func (h *Handler) writeFile(ctx context.Context, loc string, v any, codec string
 			return ioError("compress", loc, err)
 		}
 		b = buf.Bytes()
-	case table.MetadataCompressionCodecZstd:
+	case "zstd":
 		zw, err := zstd.NewWriter(nil)
 		if err != nil {
 			return ioError("compress", loc, err)
@@ -130,16 +127,7 @@ func (h *Handler) writeFile(ctx context.Context, loc string, v any, codec string
 	if e != nil {
 		return e
 	}
-	wfs, ok := fs.(icebergio.WriteFileIO)
-	if !ok {
-		return errorf(http.StatusBadRequest, typeBadRequest, "the file system of %s cannot write", loc)
-	}
-	if mk, ok := fs.(icebergio.MkdirAllIO); ok {
-		if err := mk.MkdirAll(parentDir(loc)); err != nil {
-			return ioError("create the metadata directory of", loc, err)
-		}
-	}
-	if err := wfs.WriteFile(loc, b); err != nil {
+	if err := fs.WriteFile(loc, b); err != nil {
 		return ioError("write metadata file", loc, err)
 	}
 	return nil
@@ -155,13 +143,6 @@ func (h *Handler) removeFile(ctx context.Context, loc string) {
 	if err := fs.Remove(loc); err != nil {
 		h.log.Warn("cannot remove an unpublished metadata file", "file", loc, "err", err)
 	}
-}
-
-func parentDir(loc string) string {
-	if i := strings.LastIndexByte(loc, '/'); i > 0 {
-		return loc[:i]
-	}
-	return loc
 }
 
 // metadataVersion parses the version of a metadata file name
@@ -181,21 +162,19 @@ func metadataVersion(loc string) int {
 
 // newTableMetadataLocation names the next metadata file of a table, as
 // Iceberg does: <metadata dir>/<%05d version>-<uuid>[.gz].metadata.json.
-func newTableMetadataLocation(m table.Metadata, prev string) (string, string, *Error) {
-	codec := m.Properties().Get(table.MetadataCompressionKey, table.MetadataCompressionDefault)
-	lp, err := table.LoadLocationProvider(m.Location(), m.Properties())
+func newTableMetadataLocation(m *icemeta.Table, prev string) (string, string, *Error) {
+	codec, err := m.Codec()
 	if err != nil {
-		return "", "", badRequest("table location %q: %v", m.Location(), err)
+		return "", "", badRequest("%v", err)
 	}
-	loc, err := lp.NewTableMetadataFileLocation(metadataVersion(prev) + 1)
+	loc, err := m.NewMetadataLocation(metadataVersion(prev) + 1)
 	if err != nil {
-		return "", "", badRequest("table properties: %v", err)
+		return "", "", badRequest("%v", err)
 	}
 	return loc, codec, nil
 }
 
 // newViewMetadataLocation names the next metadata file of a view.
-func newViewMetadataLocation(m view.Metadata, prev string) string {
-	base := strings.TrimSuffix(m.Location(), "/")
-	return fmt.Sprintf("%s/metadata/%05d-%s.metadata.json", base, metadataVersion(prev)+1, uuid.New())
+func newViewMetadataLocation(m *icemeta.View, prev string) string {
+	return m.NewMetadataLocation(metadataVersion(prev) + 1)
 }

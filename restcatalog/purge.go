@@ -2,15 +2,16 @@ package restcatalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	iofs "io/fs"
 	"net/http"
 	"net/url"
 	"path"
 	"strconv"
 	"strings"
 
-	icebergio "github.com/apache/iceberg-go/io"
-	"github.com/apache/iceberg-go/table"
+	"github.com/hms-proxy/hms-proxy/restcatalog/icemeta"
 )
 
 // normalizePrefix turns an allowed purge prefix into the comparable form of
@@ -99,7 +100,7 @@ func (h *Handler) purgeCheck(name, location, metadataLoc string) *Error {
 // tableFiles lists every file a table's metadata names: data and delete
 // files of all manifests of all snapshots, the manifests, the manifest
 // lists, statistics files, the previous metadata files and the current one.
-func tableFiles(fs icebergio.IO, m table.Metadata, metadataLoc string) ([]string, error) {
+func tableFiles(fs icemeta.FS, m *icemeta.Table, metadataLoc string) ([]string, error) {
 	var files []string
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -108,32 +109,33 @@ func tableFiles(fs icebergio.IO, m table.Metadata, metadataLoc string) ([]string
 			files = append(files, p)
 		}
 	}
-	for _, s := range m.Snapshots() {
-		mans, err := s.Manifests(fs)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot %d: manifest list %s: %w", s.SnapshotID, s.ManifestList, err)
+	for _, s := range m.Snapshots {
+		manifests := s.Manifests // format v1 may list them inline
+		if s.ManifestList != "" {
+			var err error
+			if manifests, err = icemeta.ManifestPaths(fs, s.ManifestList); err != nil {
+				return nil, fmt.Errorf("snapshot %d: manifest list %s: %w", s.ID, s.ManifestList, err)
+			}
 		}
-		for _, mf := range mans {
-			if !seen[mf.FilePath()] {
-				for e, err := range mf.Entries(fs, false) {
-					if err != nil {
-						return nil, fmt.Errorf("manifest %s: %w", mf.FilePath(), err)
-					}
-					add(e.DataFile().FilePath())
+		for _, mf := range manifests {
+			if !seen[mf] {
+				data, err := icemeta.DataFilePaths(fs, mf)
+				if err != nil {
+					return nil, fmt.Errorf("manifest %s: %w", mf, err)
+				}
+				for _, d := range data {
+					add(d)
 				}
 			}
-			add(mf.FilePath())
+			add(mf)
 		}
 		add(s.ManifestList)
 	}
-	for st := range m.Statistics() {
-		add(st.StatisticsPath)
+	for _, p := range m.StatisticsPaths() {
+		add(p)
 	}
-	for st := range m.PartitionStatistics() {
-		add(st.StatisticsPath)
-	}
-	for e := range m.PreviousFiles() {
-		add(e.MetadataFile)
+	for _, p := range m.PreviousFiles() {
+		add(p)
 	}
 	add(metadataLoc)
 	return files, nil
@@ -142,7 +144,7 @@ func tableFiles(fs icebergio.IO, m table.Metadata, metadataLoc string) ([]string
 // purgeFiles deletes a dropped table's files; with ALLOWLIST every path is
 // checked again and one outside the prefixes is skipped with a warning.
 // It returns how many files were deleted and skipped.
-func (h *Handler) purgeFiles(ctx context.Context, name string, fs icebergio.IO, files []string) (deleted, skipped int, failed []string) {
+func (h *Handler) purgeFiles(ctx context.Context, name string, fs icemeta.FS, files []string) (deleted, skipped int, failed []string) {
 	for _, f := range files {
 		if h.opts.PurgeMode == PurgeAllowlist && !h.allowed(f) {
 			h.log.Warn("purge skipped a file outside rest-catalog.purge.allowed-prefixes", "table", name, "file", f)
@@ -163,7 +165,7 @@ func (h *Handler) purgeFiles(ctx context.Context, name string, fs icebergio.IO, 
 }
 
 func isNotExist(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), "no such file") || strings.Contains(err.Error(), "not exist") || strings.Contains(err.Error(), "NotFound"))
+	return err != nil && (errors.Is(err, iofs.ErrNotExist) || strings.Contains(err.Error(), "no such file") || strings.Contains(err.Error(), "not exist") || strings.Contains(err.Error(), "NotFound"))
 }
 
 func (h *Handler) dropTable(rc *requestCtx) (int, any, *Error) {
@@ -193,13 +195,13 @@ func (h *Handler) dropTable(rc *requestCtx) (int, any, *Error) {
 	full := ref.Name + "." + name
 	loc := t.Parameters[paramMetadataLocation]
 	var files []string
-	var fs icebergio.IO
+	var fs icemeta.FS
 	if purge {
 		m, e := h.readTableMetadata(rc.ctx, loc)
 		if e != nil {
 			return 0, nil, e
 		}
-		if e := h.purgeCheck(full, m.Location(), loc); e != nil {
+		if e := h.purgeCheck(full, m.Location, loc); e != nil {
 			return 0, nil, e
 		}
 		if fs, e = h.fileIO(rc.ctx, loc); e != nil {

@@ -8,8 +8,9 @@
 // Namespaces are HMS databases, tables are the Iceberg tables among their
 // tables (parameter table_type=ICEBERG, metadata_location), views the Iceberg
 // views (table_type=ICEBERG-VIEW). Table and view metadata files are read and
-// written with github.com/apache/iceberg-go; commits swap metadata_location
-// under the table's metastore lock, as Iceberg's HiveTableOperations does.
+// written by this module's own package icemeta (built from the Iceberg
+// specs); commits swap metadata_location under the table's metastore lock,
+// as Iceberg's HiveTableOperations does.
 //
 // Each configured catalog has its own REST prefix (/v1/<catalog>/...). The
 // default catalog's prefix shows its own databases and every other catalog's
@@ -27,8 +28,7 @@ import (
 	"strings"
 	"time"
 
-	icebergio "github.com/apache/iceberg-go/io"
-
+	"github.com/hms-proxy/hms-proxy/restcatalog/icemeta"
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
@@ -104,8 +104,8 @@ type Options struct {
 	HiveEngineDescriptor bool
 
 	// FileIO opens the file system of a location for metadata files and
-	// purges; nil uses iceberg-go's registry (file:// is compiled in).
-	FileIO func(ctx context.Context, location string) (icebergio.IO, error)
+	// purges; nil serves local files only (file: URIs and absolute paths).
+	FileIO func(ctx context.Context, location string) (icemeta.FS, error)
 	// MaxBodyBytes bounds a request body (default 8 MiB).
 	MaxBodyBytes int64
 	// RequestTimeout bounds one request's metastore work (default 60 s).
@@ -223,8 +223,8 @@ func New(opts Options) (*Handler, error) {
 		h.opts.Hostname, _ = os.Hostname()
 	}
 	if h.opts.FileIO == nil {
-		h.opts.FileIO = func(ctx context.Context, location string) (icebergio.IO, error) {
-			return icebergio.LoadFS(ctx, nil, location)
+		h.opts.FileIO = func(_ context.Context, location string) (icemeta.FS, error) {
+			return icemeta.OpenFS(location)
 		}
 	}
 	if h.log == nil {

@@ -1,14 +1,14 @@
 package restcatalog
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
-
+	"github.com/hms-proxy/hms-proxy/restcatalog/icemeta"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
@@ -89,11 +89,11 @@ func (rc *requestCtx) icebergTable(ref nsRef, name string) (*thriftgen.Table, *E
 
 type loadTableResult struct {
 	MetadataLocation *string           `json:"metadata-location"`
-	Metadata         table.Metadata    `json:"metadata"`
+	Metadata         *icemeta.Table    `json:"metadata"`
 	Config           map[string]string `json:"config"`
 }
 
-func loadResult(loc string, m table.Metadata) loadTableResult {
+func loadResult(loc string, m *icemeta.Table) loadTableResult {
 	r := loadTableResult{Metadata: m, Config: map[string]string{}}
 	if loc != "" {
 		r.MetadataLocation = &loc
@@ -168,13 +168,13 @@ func checkLocation(what, loc string) *Error {
 }
 
 type createTableRequest struct {
-	Name          string                 `json:"name"`
-	Location      string                 `json:"location"`
-	Schema        *iceberg.Schema        `json:"schema"`
-	PartitionSpec *iceberg.PartitionSpec `json:"partition-spec"`
-	WriteOrder    *table.SortOrder       `json:"write-order"`
-	StageCreate   bool                   `json:"stage-create"`
-	Properties    map[string]string      `json:"properties"`
+	Name          string            `json:"name"`
+	Location      string            `json:"location"`
+	Schema        json.RawMessage   `json:"schema"`
+	PartitionSpec json.RawMessage   `json:"partition-spec"`
+	WriteOrder    json.RawMessage   `json:"write-order"`
+	StageCreate   bool              `json:"stage-create"`
+	Properties    map[string]string `json:"properties"`
 }
 
 // defaultLocation is the location of a new table or view without one: the
@@ -202,7 +202,7 @@ func (h *Handler) createTable(rc *requestCtx) (int, any, *Error) {
 	if e := checkName("table", req.Name); e != nil {
 		return 0, nil, e
 	}
-	if req.Schema == nil {
+	if isNull(req.Schema) {
 		return 0, nil, badRequest("field \"schema\" is required")
 	}
 	if e := checkLocation("location", req.Location); e != nil {
@@ -224,11 +224,7 @@ func (h *Handler) createTable(rc *requestCtx) (int, any, *Error) {
 	} else if t != nil {
 		return 0, nil, alreadyExists("Table already exists: %s.%s", ref.Name, req.Name)
 	}
-	order := table.UnsortedSortOrder
-	if req.WriteOrder != nil {
-		order = *req.WriteOrder
-	}
-	m, err := table.NewMetadata(req.Schema, req.PartitionSpec, order, loc, req.Properties)
+	m, err := icemeta.NewTable(req.Schema, req.PartitionSpec, req.WriteOrder, loc, req.Properties, time.Now())
 	if err != nil {
 		return 0, nil, badRequest("cannot build the metadata of table %s.%s: %v", ref.Name, req.Name, err)
 	}
@@ -243,9 +239,9 @@ func (h *Handler) createTable(rc *requestCtx) (int, any, *Error) {
 }
 
 type commitTableRequest struct {
-	Identifier   *tableIdentifier   `json:"identifier"`
-	Requirements table.Requirements `json:"requirements"`
-	Updates      table.Updates      `json:"updates"`
+	Identifier   *tableIdentifier      `json:"identifier"`
+	Requirements []icemeta.Requirement `json:"requirements"`
+	Updates      []icemeta.Update      `json:"updates"`
 }
 
 func (h *Handler) commitTable(rc *requestCtx) (int, any, *Error) {
@@ -406,4 +402,10 @@ func (h *Handler) registerTable(rc *requestCtx) (int, any, *Error) {
 		return 0, nil, e
 	}
 	return http.StatusOK, loadResult(ch.nextLoc, ch.next), nil
+}
+
+// isNull reports whether a JSON member was absent or null.
+func isNull(raw json.RawMessage) bool {
+	s := strings.TrimSpace(string(raw))
+	return s == "" || s == "null"
 }

@@ -1,9 +1,8 @@
 package restcatalog
 
 import (
+	"encoding/json"
 	"testing"
-
-	"github.com/apache/iceberg-go"
 )
 
 func TestNormalizeLocationAndAllowlist(t *testing.T) {
@@ -38,24 +37,34 @@ func TestNormalizeLocationAndAllowlist(t *testing.T) {
 }
 
 func TestHiveTypes(t *testing.T) {
-	dec := iceberg.DecimalTypeOf(10, 2)
 	cases := []struct {
-		t    iceberg.Type
+		t    string // the type as a schema's JSON carries it
 		want string
 	}{
-		{iceberg.PrimitiveTypes.Bool, "boolean"}, {iceberg.PrimitiveTypes.Int32, "int"}, {iceberg.PrimitiveTypes.Int64, "bigint"},
-		{iceberg.PrimitiveTypes.Float32, "float"}, {iceberg.PrimitiveTypes.Float64, "double"}, {iceberg.PrimitiveTypes.Date, "date"},
-		{iceberg.PrimitiveTypes.Time, "string"}, {iceberg.PrimitiveTypes.UUID, "string"}, {iceberg.PrimitiveTypes.Timestamp, "timestamp"},
-		{iceberg.PrimitiveTypes.TimestampTz, "timestamp with local time zone"}, {iceberg.PrimitiveTypes.Binary, "binary"},
-		{iceberg.FixedTypeOf(16), "binary"}, {dec, "decimal(10,2)"},
-		{&iceberg.MapType{KeyID: 1, KeyType: iceberg.PrimitiveTypes.String, ValueID: 2, ValueType: &iceberg.ListType{ElementID: 3, Element: iceberg.PrimitiveTypes.Int32}},
+		{`"boolean"`, "boolean"}, {`"int"`, "int"}, {`"long"`, "bigint"},
+		{`"float"`, "float"}, {`"double"`, "double"}, {`"date"`, "date"},
+		{`"time"`, "string"}, {`"uuid"`, "string"}, {`"timestamp"`, "timestamp"}, {`"timestamp_ns"`, "timestamp"},
+		{`"timestamptz"`, "timestamp with local time zone"}, {`"binary"`, "binary"},
+		{`"fixed[16]"`, "binary"}, {`"decimal(10, 2)"`, "decimal(10,2)"}, {`"decimal(38,0)"`, "decimal(38,0)"},
+		{`{"type":"map","key-id":1,"key":"string","value-id":2,"value-required":false,"value":{"type":"list","element-id":3,"element-required":false,"element":"int"}}`,
 			"map<string,array<int>>"},
-		{&iceberg.StructType{FieldList: []iceberg.NestedField{{ID: 1, Name: "a", Type: iceberg.PrimitiveTypes.Int64}, {ID: 2, Name: "b", Type: iceberg.PrimitiveTypes.String}}},
+		{`{"type":"struct","fields":[{"id":1,"name":"a","required":false,"type":"long"},{"id":2,"name":"b","required":false,"type":"string"}]}`,
 			"struct<a:bigint,b:string>"},
 	}
 	for _, c := range cases {
-		if got, err := hiveType(c.t); err != nil || got != c.want {
+		var v any
+		if err := json.Unmarshal([]byte(c.t), &v); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := hiveType(v); err != nil || got != c.want {
 			t.Errorf("hiveType(%s) = %q, %v; want %q", c.t, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{`"geometry(srid:4326)"`, `"decimal(10)"`, `{"type":"tuple"}`} {
+		var v any
+		_ = json.Unmarshal([]byte(bad), &v)
+		if got, err := hiveType(v); err == nil {
+			t.Errorf("hiveType(%s) = %q, want an error", bad, got)
 		}
 	}
 }

@@ -1,13 +1,13 @@
 package restcatalog
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/view"
-
+	"github.com/hms-proxy/hms-proxy/restcatalog/icemeta"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
@@ -42,7 +42,7 @@ func (rc *requestCtx) icebergView(ref nsRef, name string) (*thriftgen.Table, *Er
 
 type loadViewResult struct {
 	MetadataLocation string            `json:"metadata-location"`
-	Metadata         view.Metadata     `json:"metadata"`
+	Metadata         *icemeta.View     `json:"metadata"`
 	Config           map[string]string `json:"config"`
 }
 
@@ -85,8 +85,8 @@ func (h *Handler) viewExists(rc *requestCtx) (int, any, *Error) {
 type createViewRequest struct {
 	Name        string            `json:"name"`
 	Location    string            `json:"location"`
-	Schema      *iceberg.Schema   `json:"schema"`
-	ViewVersion *view.Version     `json:"view-version"`
+	Schema      json.RawMessage   `json:"schema"`
+	ViewVersion json.RawMessage   `json:"view-version"`
 	Properties  map[string]string `json:"properties"`
 }
 
@@ -102,7 +102,7 @@ func (h *Handler) createView(rc *requestCtx) (int, any, *Error) {
 	if e := checkName("view", req.Name); e != nil {
 		return 0, nil, e
 	}
-	if req.Schema == nil || req.ViewVersion == nil {
+	if isNull(req.Schema) || isNull(req.ViewVersion) {
 		return 0, nil, badRequest("fields \"schema\" and \"view-version\" are required")
 	}
 	if e := checkLocation("location", req.Location); e != nil {
@@ -126,7 +126,7 @@ func (h *Handler) createView(rc *requestCtx) (int, any, *Error) {
 		}
 		return 0, nil, alreadyExists("%s with same name already exists: %s.%s", what, ref.Name, req.Name)
 	}
-	m, err := view.NewMetadata(req.ViewVersion, req.Schema, loc, req.Properties)
+	m, err := icemeta.NewView(req.Schema, req.ViewVersion, loc, req.Properties, time.Now())
 	if err != nil {
 		return 0, nil, badRequest("cannot build the metadata of view %s.%s: %v", ref.Name, req.Name, err)
 	}
@@ -160,9 +160,9 @@ func (h *Handler) createView(rc *requestCtx) (int, any, *Error) {
 }
 
 type commitViewRequest struct {
-	Identifier   *tableIdentifier  `json:"identifier"`
-	Requirements view.Requirements `json:"requirements"`
-	Updates      view.Updates      `json:"updates"`
+	Identifier   *tableIdentifier      `json:"identifier"`
+	Requirements []icemeta.Requirement `json:"requirements"`
+	Updates      []icemeta.Update      `json:"updates"`
 }
 
 func (h *Handler) replaceView(rc *requestCtx) (int, any, *Error) {
@@ -196,25 +196,15 @@ func (h *Handler) replaceView(rc *requestCtx) (int, any, *Error) {
 		return 0, nil, e
 	}
 	for _, r := range req.Requirements {
-		if err := r.Validate(base); err != nil {
-			return 0, nil, commitFailed("Requirement failed for view %s: %v", full, err)
+		if err := r.CheckView(base); err != nil {
+			return 0, nil, requirementError("view "+full, err)
 		}
 	}
-	b, err := view.MetadataBuilderFromBase(base)
-	if err != nil {
-		return 0, nil, internalf("view %s: %v", full, err)
-	}
-	for _, u := range req.Updates {
-		if err := u.Apply(b); err != nil {
-			return 0, nil, badRequest("cannot apply the updates to view %s: %v", full, err)
-		}
-	}
-	res, err := b.Build()
+	next, err := icemeta.ApplyView(base, req.Updates, time.Now())
 	if err != nil {
 		return 0, nil, badRequest("cannot apply the updates to view %s: %v", full, err)
 	}
-	next := res.Metadata
-	if e := checkLocation("view location", next.Location()); e != nil {
+	if e := checkLocation("view location", next.Location); e != nil {
 		return 0, nil, e
 	}
 	newLoc := newViewMetadataLocation(next, baseLoc)
@@ -232,7 +222,7 @@ func (h *Handler) replaceView(rc *requestCtx) (int, any, *Error) {
 		return 0, nil, commitFailed("gave up waiting for the previous commit of view %s through this proxy: %v", full, err)
 	}
 	defer unqueue()
-	if h.lockEnabled(ref.Catalog, next.Properties()) {
+	if h.lockEnabled(ref.Catalog, next.Properties) {
 		release, e := rc.lock(ref, name)
 		if e != nil {
 			return 0, nil, e
@@ -246,7 +236,7 @@ func (h *Handler) replaceView(rc *requestCtx) (int, any, *Error) {
 	if l := cur.Parameters[paramMetadataLocation]; l != baseLoc {
 		return 0, nil, commitFailed("Cannot commit to view %s: base metadata location '%s' is not the current '%s' (another writer committed first)", full, baseLoc, l)
 	}
-	removed := removedProps(base.Properties(), next.Properties())
+	removed := removedProps(base.Properties, next.Properties)
 	if e := updateViewRecord(cur, next, newLoc, baseLoc, removed); e != nil {
 		return 0, nil, e
 	}

@@ -232,7 +232,100 @@ def purge(cfg):
         return {"ok": False, "error_type": type(exc).__name__, "message": str(exc)}
 
 
-SCENARIOS = {"prepare_table": prepare_table, "purge": purge, "catalog_ops": catalog_ops, "lifecycle": lifecycle, "conflict": conflict, "write_refused": write_refused, "read": read}
+def evolution(cfg):
+    """Metadata evolution through the REST catalog on format v1, v2 and v3
+    tables: schema, partition spec and sort order changes with appends in
+    between, a delete, tags and a branch, statistics set and removed,
+    properties, snapshot expiry and a v1 to v2 upgrade. PyIceberg 0.12 writes
+    no v3 manifests, so the v3 table gets the metadata-only steps. Reports
+    what a fresh load shows."""
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.table.sorting import SortField, SortOrder
+    from pyiceberg.table.statistics import BlobMetadata, StatisticsFile
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import DoubleType
+
+    cat = catalog(cfg, cfg.get("warehouse"))
+    ns = cfg["ns"]
+    cat.create_namespace(ns, {"location": cfg["location"]})
+    out = {}
+    for fv in (1, 2, 3):
+        data = fv < 3
+        name = f"evo_v{fv}"
+        spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="name_part"))
+        order = SortOrder(SortField(source_id=1, transform=IdentityTransform()))
+        tbl = cat.create_table((ns, name), schema=SCHEMA, partition_spec=spec, sort_order=order, properties={"format-version": str(fv)})
+        if data:
+            tbl.append(rows(0, 3))
+            first = tbl.current_snapshot().snapshot_id
+        with tbl.update_schema() as u:
+            u.add_column("score", DoubleType())
+            u.rename_column("name", "label")
+        with tbl.update_spec() as s:
+            s.add_field("id", IdentityTransform(), "id_part")
+        with tbl.update_sort_order() as so:
+            so.desc("id", IdentityTransform())
+        if data:
+            tbl.append(
+                pa.table(
+                    {
+                        "id": pa.array([10, 11], pa.int64()),
+                        "label": pa.array(["x10", "x11"], pa.string()),
+                        "score": pa.array([1.5, 2.5], pa.float64()),
+                    }
+                )
+            )
+            second = tbl.current_snapshot().snapshot_id
+            tbl.manage_snapshots().create_tag(first, "first").create_branch(second, "audit", max_snapshot_age_ms=86400000).commit()
+            tbl.manage_snapshots().create_tag(second, "second").commit()
+            tbl.manage_snapshots().remove_tag("second").commit()
+            seq = tbl.metadata.snapshot_by_id(second).sequence_number or 0
+            stats = StatisticsFile(
+                snapshot_id=second,
+                statistics_path=tbl.location() + "/metadata/stats-" + str(second) + ".puffin",
+                file_size_in_bytes=123,
+                file_footer_size_in_bytes=45,
+                blob_metadata=[BlobMetadata(type="apache-datasketches-theta-v1", snapshot_id=second, sequence_number=seq, fields=[1], properties={"ndv": "5"})],
+            )
+            with tbl.update_statistics() as us:
+                us.set_statistics(stats)
+        with tbl.transaction() as tx:
+            tx.set_properties(owner_team="lake", retention="7d")
+        with tbl.transaction() as tx:
+            tx.remove_properties("retention")
+        if data:
+            tbl.append(
+                pa.table({"id": pa.array([20], pa.int64()), "label": pa.array(["x20"], pa.string()), "score": pa.array([0.5], pa.float64())})
+            )
+            third = tbl.current_snapshot().snapshot_id
+            tbl.delete("id = 1")
+            tbl = cat.load_table((ns, name))
+            tbl.maintenance.expire_snapshots().by_id(third).commit()
+            with tbl.update_statistics() as us:
+                us.remove_statistics(second)
+        if fv == 1:
+            with tbl.transaction() as tx:
+                tx.upgrade_table_version(2)
+        tbl = cat.load_table((ns, name))
+        md = tbl.metadata
+        out[name] = {
+            "format_version": md.format_version,
+            "ids": ids(tbl),
+            "columns": [f.name for f in tbl.schema().fields],
+            "schemas": len(md.schemas),
+            "spec_fields": [f.name for f in tbl.spec().fields],
+            "specs": len(md.partition_specs),
+            "sort": [(f.source_id, str(f.direction)) for f in tbl.sort_order().fields],
+            "refs": sorted(md.refs.keys()),
+            "snapshots": len(md.snapshots),
+            "statistics": len(md.statistics),
+            "properties": {k: v for k, v in md.properties.items() if k in ("owner_team", "retention")},
+            "metadata_log": len(md.metadata_log),
+        }
+    return out
+
+
+SCENARIOS = {"evolution": evolution, "prepare_table": prepare_table, "purge": purge, "catalog_ops": catalog_ops, "lifecycle": lifecycle, "conflict": conflict, "write_refused": write_refused, "read": read}
 
 
 def main():
