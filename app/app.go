@@ -38,10 +38,12 @@ type App struct {
 	Listeners []*frontdoor.Listener // primary first
 	Names     []string              // listener names, parallel to Listeners
 	Mgmt      *monitoring.Management
-	Budget    *wire.Budget        // bytes of client messages in progress, over all listeners
-	REST      *restcatalog.Server // the Iceberg REST listener, nil when rest-catalog is off
-	Security  *Security           // Kerberos, tokens, impersonation (security.go)
-	Locks     *locks.Shim         // the synthetic lock shim; nil with one catalog
+	Budget    *wire.Budget // bytes of client messages in progress, over all listeners
+
+	stopReclaim func()              // ends the reclaimer (reclaim.go) and waits for it
+	REST        *restcatalog.Server // the Iceberg REST listener, nil when rest-catalog is off
+	Security    *Security           // Kerberos, tokens, impersonation (security.go)
+	Locks       *locks.Shim         // the synthetic lock shim; nil with one catalog
 
 	restInner   *frontdoor.Listener // in-process Thrift connections of REST requests
 	restHandler *restcatalog.Handler
@@ -194,6 +196,10 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 // Start binds every listener; on any failure it stops what it started.
 func (a *App) Start() error {
 	a.Security.Start()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	a.stopReclaim = func() { cancel(); <-done }
+	go func() { defer close(done); newReclaimer(a.Log).run(ctx) }()
 	a.Router.Start() // background polling, cache refresh
 	for i, l := range a.Listeners {
 		if err := l.Start(); err != nil {
@@ -236,6 +242,10 @@ func (a *App) Listener(name string) *frontdoor.Listener {
 // error when ctx ended first.
 func (a *App) Shutdown(ctx context.Context) error {
 	var errs []error
+	if a.stopReclaim != nil {
+		a.stopReclaim()
+		a.stopReclaim = nil
+	}
 	if a.REST != nil {
 		if err := a.REST.Shutdown(ctx); err != nil {
 			errs = append(errs, err)

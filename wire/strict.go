@@ -202,16 +202,17 @@ func (s *StrictSchema) compile(name string) (*sstruct, error) {
 	return st, nil
 }
 
-// required reports whether Hive's reader of the profile insists on f: the
-// profile's own requiredness (only fields the profile has;
-// GetValidWriteIdsRequest.validTxnList is required in 3.1.3 only, and the
-// compatibility layer fills it in for 3.1.3 backends of other front doors);
-// for profile 0, a view for backends of any version, required in any.
+// required reports whether the Hive reader that gets f insists on it. For a
+// field the profile has, the profile's own requiredness
+// (GetValidWriteIdsRequest.validTxnList is required in 3.1.3 only; the
+// compatibility layer fills it in for 3.1.3 backends of other front doors).
+// A field the profile lacks (or every field, for profile 0) can only be meant
+// for a backend of a version that has it: required if required in any.
 func (s *StrictSchema) required(f *thriftgen.Field) bool {
-	if s.profile == 0 {
-		return f.Required == thriftgen.RequirednessRequired || f.RequiredIn != 0
+	if s.profile != 0 && f.Profiles.Has(s.profile) {
+		return f.RequirednessIn(s.profile) == thriftgen.RequirednessRequired
 	}
-	return f.Profiles.Has(s.profile) && f.RequirednessIn(s.profile) == thriftgen.RequirednessRequired
+	return f.Required == thriftgen.RequirednessRequired || f.RequiredIn != 0
 }
 
 func (s *StrictSchema) typeOf(t *thriftgen.Type) (*stype, error) {

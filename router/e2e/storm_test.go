@@ -345,19 +345,20 @@ func TestFrontDoorStormRealBinary(t *testing.T) {
 	}
 	idle = idle[:0]
 
-	// Memory goes back near the baseline (the runtime returns freed pages to the OS in the background).
+	// Memory goes back near the baseline: the proxy's reclaimer (app/reclaim.go) returns a burst's memory once
+	// allocation has been quiet for a period of 5 s.
 	settleStart := time.Now()
 	var after proc.Memory
 	for {
 		after = c.mem(t)
-		if after.RSSKiB <= base.RSSKiB+64<<10 || time.Since(settleStart) > 60*time.Second {
+		if after.RSSKiB <= base.RSSKiB+32<<10 || time.Since(settleStart) > 60*time.Second {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Logf("after: VmRSS %d KiB (baseline %d KiB) %v after the storm", after.RSSKiB, base.RSSKiB, time.Since(settleStart).Round(time.Millisecond))
-	if after.RSSKiB > base.RSSKiB+64<<10 {
-		t.Errorf("RSS %d KiB 60 s after the storm, more than 64 MiB above the baseline %d KiB", after.RSSKiB, base.RSSKiB)
+	if after.RSSKiB > base.RSSKiB+32<<10 {
+		t.Errorf("RSS %d KiB 60 s after the storm, more than 32 MiB above the baseline %d KiB", after.RSSKiB, base.RSSKiB)
 	}
 	// How far it goes on returning (logged, not asserted: the runtime's scavenger paces itself).
 	for _, at := range stormObserve() {
