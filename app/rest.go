@@ -62,15 +62,18 @@ func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.L
 		Naming:    a.Router.Namespace(),
 		Metastore: restMetastore(inner),
 		WriteIsolated: func(catalog string) bool {
+			// The default catalog (its metastore's lock) and every catalog
+			// whose locks the isolating lock shim serves.
 			if a.Router.WriteIsolated(catalog) {
 				return true
 			}
-			// A Hive 4 catalog whose commits skip the metastore lock
-			// (iceberg.engine.hive.lock-enabled=false) is guarded by Hive 4's
-			// compare-and-swap of metadata_location instead.
+			// A Hive 4 catalog whose commits skip the lock
+			// (iceberg.engine.hive.lock-enabled=false; configs refuses it
+			// on other runtimes) is guarded by Hive 4's compare-and-swap of
+			// metadata_location instead.
 			cc := cfg.Catalog(catalog)
 			return cc != nil && cc.RuntimeProfile == configs.ProfileApache410 &&
-				strings.EqualFold(cc.Conf["iceberg.engine.hive.lock-enabled"], "false")
+				cc.IcebergEngineHiveLockEnabled != nil && !*cc.IcebergEngineHiveLockEnabled
 		},
 		CatalogConf: func(catalog, key string) (string, bool) {
 			cc := cfg.Catalog(catalog)
@@ -92,7 +95,8 @@ func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.L
 		return err
 	}
 	a.restHandler = h
-	a.restOptions = restcatalog.ServerOptions{BindHost: rc.BindHost, Port: rc.Port, Metrics: metrics, Log: log}
+	a.restOptions = restcatalog.ServerOptions{BindHost: rc.BindHost, Port: rc.Port, MaxInFlight: rc.MaxWorkerThreads,
+		Metrics: metrics, Log: log}
 	return nil
 }
 

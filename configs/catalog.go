@@ -99,6 +99,8 @@ type CatalogConfig struct {
 	DropPurgeAllowedPrefixes []string
 	// conf iceberg.engine.hive.enabled (restcatalog.go); nil = not set.
 	IcebergEngineHiveEnabled *bool
+	// conf iceberg.engine.hive.lock-enabled (restcatalog.go); nil = not set.
+	IcebergEngineHiveLockEnabled *bool
 	// catalog.<name>.ranger.*, defaults from ranger.* (ranger.go).
 	Ranger                        RangerPluginConfig
 	BackendStandaloneMetastoreJar string // accepted for drop-in configs, ignored

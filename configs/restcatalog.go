@@ -22,6 +22,10 @@ type RESTCatalogConfig struct {
 	HiveEngineDescriptor bool     // REST commits write a Hive-readable storage descriptor
 }
 
+// confIcebergLockEnabled is the catalog conf key (after catalog.<c>.conf.)
+// that lets REST commits skip the metastore lock.
+const confIcebergLockEnabled = "iceberg.engine.hive.lock-enabled"
+
 // DefaultRESTPortOffset: rest-catalog.port defaults to server.port plus this.
 const DefaultRESTPortOffset = 100
 
@@ -55,12 +59,17 @@ func restCatalogFeature() *feature {
 					p.fail(errorf(prefixes.name, prefixes.raw, "only valid with %spurge.mode=ALLOWLIST (the mode is %s): the prefixes would be ignored", pre, rc.PurgeMode))
 				}
 			}
-			if !p.bad[pre+"min-worker-threads"] && !p.bad[pre+"max-worker-threads"] && rc.MinWorkerThreads > rc.MaxWorkerThreads {
-				key := pre + "max-worker-threads"
-				if p.isSet(pre + "min-worker-threads") {
-					key = pre + "min-worker-threads"
+			for _, cat := range c.Catalogs {
+				if v := cat.IcebergEngineHiveLockEnabled; v == nil || *v || p.bad["catalog."+cat.Name+".runtime-profile"] ||
+					cat.RuntimeProfile == ProfileApache410 {
+					continue
 				}
-				p.fail(errorf(key, p.shown(key), "%smin-worker-threads (%d) must not exceed %smax-worker-threads (%d)", pre, rc.MinWorkerThreads, pre, rc.MaxWorkerThreads))
+				key := "catalog." + cat.Name + ".conf." + confIcebergLockEnabled
+				s := p.setting(key)
+				p.fail(errorf(s.name, s.raw, "a commit without the metastore lock relies on the compare-and-swap of metadata_location "+
+					"that only Hive 4 metastores perform, and catalog %s is %s (catalog.%s.runtime-profile): concurrent Iceberg commits "+
+					"would overwrite each other without an error; remove the key (the metastore's lock, or the synthetic lock shim, "+
+					"isolates writers)", cat.Name, cat.RuntimeProfile, cat.Name))
 			}
 			if rc.Enabled && !p.setting(pre+"port").has && !p.bad["server.port"] {
 				p.fail(missingf(pre+"port", "not set, and its default server.port + %d = %d is not a valid port; set %sport",
@@ -91,10 +100,12 @@ func restCatalogFeature() *feature {
 				meaning: "port of the REST listener; setting it turns the listener on",
 				bind:    func(c *Config, _ match) any { return &r(c).Port }},
 			{pattern: pre + "min-worker-threads", typ: count(1), def: "8", example: "2",
-				meaning: "HTTP handler threads kept (Java proxy)",
+				ignored: "the Go HTTP server serves each request on a goroutine started on demand, so there is no worker pool to pre-start; " +
+					pre + "max-worker-threads bounds the requests served at once",
+				meaning: "HTTP handler threads kept started (the Java proxy's Jetty pool)",
 				bind:    func(c *Config, _ match) any { return &r(c).MinWorkerThreads }},
 			{pattern: pre + "max-worker-threads", typ: count(1), def: "64", example: "16",
-				meaning: "HTTP requests served at once",
+				meaning: "REST requests served at once; as many more wait up to 10 s for a free slot, any beyond answer `503` with `Retry-After`",
 				bind:    func(c *Config, _ match) any { return &r(c).MaxWorkerThreads }},
 			{pattern: pre + "kerberos.principal", typ: strT{nonEmpty: true}, example: "HTTP/_HOST@EXAMPLE.COM",
 				meaning: "SPNEGO principal (HTTP/<host>@REALM); needs `security.mode=KERBEROS` and the keytab",
@@ -114,6 +125,10 @@ func restCatalogFeature() *feature {
 			hiveConfKey("iceberg.engine.hive.enabled", "", &keyDef{typ: optBoolT{}, example: "false",
 				meaning: "the catalog's own choice of the Hive storage descriptor for REST commits; overrides `rest-catalog.hive-engine-descriptor`",
 				bind:    func(c *Config, m match) any { return &catalogOf(c, m).IcebergEngineHiveEnabled }}),
+			hiveConfKey(confIcebergLockEnabled, "", &keyDef{typ: optBoolT{}, example: "true", defDoc: "`true`",
+				meaning: "`false`: REST commits of the catalog take no metastore lock and rely on the metastore's compare-and-swap of " +
+					"`metadata_location`; only for `APACHE_4_1_0` catalogs (refused for Hive 3 and HDP runtimes, which do not compare)",
+				bind: func(c *Config, m match) any { return &catalogOf(c, m).IcebergEngineHiveLockEnabled }}),
 		},
 	}
 }

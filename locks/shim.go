@@ -155,6 +155,10 @@ func (s *Shim) Ping(ctx context.Context) error { return s.store.Ping(ctx) }
 // InstanceID is the name this shim writes into the records it creates.
 func (s *Shim) InstanceID() string { return s.instance }
 
+// Isolates reports whether the shim judges conflicts (false only with
+// GrantAtOnce): writers of one table are then serialized by its locks.
+func (s *Shim) Isolates() bool { return !s.atOnce }
+
 // Owns says whether a lock id is a shim id (see IsShimLockID).
 func (s *Shim) Owns(lockID int64) bool { return IsShimLockID(lockID) }
 

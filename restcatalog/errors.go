@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
+	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
@@ -91,12 +92,20 @@ type errorModel struct {
 }
 
 // Markers in the MetaException texts the proxy's router answers with. The
-// in-process connection carries the router's refusals and backend failures as
-// MetaExceptions, so the message is all there is to tell them apart.
+// REST frontend reaches the router over an in-process Thrift connection, so
+// the router's typed errors (ErrPoolExhausted, ErrBudgetExceeded, refusals
+// with a Reason) arrive as MetaException messages: their text is all that
+// crosses. The markers are the router's own sentinel texts where it has
+// them, and the fixed phrases of its refusals otherwise; the e2e tests
+// (router/e2e/rest_catalog_test.go) assert the mapping against a real
+// stopped metastore and the router's real access-mode refusal.
 var (
 	// unavailableMarkers: the router could not reach or use the catalog's
-	// backend (connection failures, exhausted session pools, timeouts).
-	unavailableMarkers = []string{" backend failed for ", "hms-proxy: no session", "session acquire", "timed out"}
+	// backend: a failed call ("catalog c backend failed for m"), a
+	// connection that could not be opened (also inside a fan-out's
+	// refusal), a pool without a free session, the latency budget spent.
+	unavailableMarkers = []string{" backend failed for ", "cannot connect to any metastore URI",
+		router.ErrPoolExhausted.Error(), router.ErrBudgetExceeded.Error(), router.ErrBadReply.Error(), "timed out"}
 	// forbiddenMarkers: a policy of the proxy refused the call (access
 	// modes, write whitelists, refused RPCs).
 	forbiddenMarkers = []string{"is READ_ONLY (catalog.", "write-db-whitelist", "is refused by hms-proxy", "is not forwarded by hms-proxy"}

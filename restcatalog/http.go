@@ -231,6 +231,24 @@ func (h *Handler) serve(rc *requestCtx, info *RequestInfo) (int, any, *Error) {
 	return rt.fn(h, rc)
 }
 
+// labels are the metric labels of a request that is answered without being
+// served (the listener's admission bound): its catalog prefix (when
+// configured) and route, as ServeHTTP would record them.
+func (h *Handler) labels(r *http.Request) (prefix, route string) {
+	p := r.URL.EscapedPath()
+	if !strings.HasPrefix(p, "/v1/") {
+		return "", routeUnmatched
+	}
+	rt, params, _, _ := match(h.routes, r.Method, strings.Split(strings.TrimPrefix(p, "/"), "/"))
+	if rt == nil {
+		return "", routeUnmatched
+	}
+	if c := h.ns.Lookup(params["prefix"]); c != nil && params["prefix"] != "" {
+		prefix = c.Name
+	}
+	return prefix, rt.endpoint()
+}
+
 func (h *Handler) catalogList() string {
 	var names []string
 	for _, c := range h.ns.Catalogs() {

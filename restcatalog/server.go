@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +24,12 @@ type ServerOptions struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// MaxHeaderBytes bounds request headers (default 64 KiB).
 	MaxHeaderBytes int
+	// MaxInFlight (rest-catalog.max-worker-threads) bounds the requests
+	// served at once; as many more wait up to QueueWait (default 10 s) for a
+	// free slot, and any beyond, or still waiting then, answer 503
+	// ServiceUnavailableException with Retry-After. 0: no bound.
+	MaxInFlight int
+	QueueWait   time.Duration
 	// Metrics receives hms_proxy_rest_listener_info.
 	Metrics *Metrics
 	Log     *slog.Logger
@@ -60,6 +67,9 @@ func Listen(h http.Handler, opts ServerOptions) (*Server, error) {
 	if errLog == nil {
 		errLog = slog.Default()
 	}
+	if opts.MaxInFlight > 0 {
+		h = newAdmission(h, opts.MaxInFlight, def(opts.QueueWait, 10*time.Second), opts.Metrics)
+	}
 	s := &Server{ln: ln, done: make(chan error, 1), srv: &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: def(opts.ReadHeaderTimeout, 10*time.Second),
@@ -78,6 +88,65 @@ func Listen(h http.Handler, opts ServerOptions) (*Server, error) {
 		s.done <- err
 	}()
 	return s, nil
+}
+
+// admission bounds the requests served at once (see
+// ServerOptions.MaxInFlight).
+type admission struct {
+	next    http.Handler
+	slots   chan struct{}
+	waiting atomic.Int64
+	max     int
+	wait    time.Duration
+	metrics *Metrics
+}
+
+func newAdmission(next http.Handler, n int, wait time.Duration, m *Metrics) *admission {
+	return &admission{next: next, slots: make(chan struct{}, n), max: n, wait: wait, metrics: m}
+}
+
+func (a *admission) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	select {
+	case a.slots <- struct{}{}:
+		a.serve(w, r)
+		return
+	default:
+	}
+	why := fmt.Sprintf("%d more are already waiting", a.max)
+	if a.waiting.Add(1) <= int64(a.max) {
+		t := time.NewTimer(a.wait)
+		select {
+		case a.slots <- struct{}{}:
+			t.Stop()
+			a.waiting.Add(-1)
+			a.serve(w, r)
+			return
+		case <-t.C:
+			why = fmt.Sprintf("no slot freed up within %v", a.wait)
+		case <-r.Context().Done():
+			why = "the client went away while waiting"
+		}
+	}
+	a.waiting.Add(-1)
+	start := time.Now()
+	e := errorf(http.StatusServiceUnavailable, typeUnavailable,
+		"the REST listener is serving %d requests at once (rest-catalog.max-worker-threads=%d) and %s; retry later", a.max, a.max, why)
+	w.Header().Set("Retry-After", "1")
+	if r.Method == http.MethodHead {
+		w.WriteHeader(e.Code)
+	} else {
+		writeError(w, e)
+	}
+	prefix, route := "", routeUnmatched
+	if h, ok := a.next.(*Handler); ok {
+		prefix, route = h.labels(r)
+	}
+	a.metrics.observe(prefix, route, e.Code, time.Since(start))
+}
+
+func (a *admission) serve(w http.ResponseWriter, r *http.Request) {
+	defer func() { <-a.slots }()
+	a.next.ServeHTTP(w, r)
 }
 
 // Addr is the bound address.

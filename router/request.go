@@ -249,12 +249,18 @@ func (r *Router) Table() *Table { return r.table }
 func (r *Router) Namespace() *Namespace { return r.ns }
 
 // WriteIsolated reports whether concurrent writers of one table of catalog
-// are serialized by a lock the proxy can rely on: the default catalog's
-// metastore owns the transaction and lock tables. (The Iceberg REST frontend
+// are serialized by a lock the proxy can rely on: the default catalog's own
+// metastore lock, or, for any other catalog (whose locks the lock shim
+// serves, see locks.go), the shim when it judges conflicts. The shim's store
+// decides the reach: IN_MEMORY serializes this instance's writers only,
+// ZOOKEEPER those of every instance sharing it. (The Iceberg REST frontend
 // allows writes only where this holds.)
 func (r *Router) WriteIsolated(catalog string) bool {
 	c := r.ns.Lookup(catalog)
-	return c != nil && c.Default
+	if c == nil {
+		return false
+	}
+	return c.Default || r.shim != nil && r.shim.Isolates()
 }
 
 // Close stops the background work and closes every backend pool.

@@ -1,0 +1,33 @@
+package restcatalog
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/thriftgen"
+)
+
+// The router's failures arrive as MetaException texts over the in-process
+// connection; each maps to the REST status a client acts on. (The e2e tests
+// produce the real ones: a killed metastore, the access mode.)
+func TestRouterMessagesMapToRESTStatus(t *testing.T) {
+	for msg, want := range map[string]int{
+		"hms-proxy: catalog c2 backend failed for get_database: catalog c2: cannot connect to any metastore URI (thrift://h:1): refused": http.StatusServiceUnavailable,
+		"get_databases: catalog c2: catalog c2: cannot connect to any metastore URI (thrift://h:1): refused":                             http.StatusServiceUnavailable,
+		fmt.Sprintf("hms-proxy: catalog c2 backend failed for get_table: %v", router.ErrPoolExhausted):                                   http.StatusServiceUnavailable,
+		fmt.Sprintf("hms-proxy: catalog c2 backend failed for get_table: %v", router.ErrBudgetExceeded):                                  http.StatusServiceUnavailable,
+		"catalog c2 is READ_ONLY (catalog.c2.access-mode): create_database is a write":                                                   http.StatusForbidden,
+		"The table has been modified. The parameter value for key 'metadata_location' is 'a'. The expected was value was 'b'":            http.StatusConflict,
+		"some other metastore failure": http.StatusInternalServerError,
+	} {
+		e := metastoreError(&thriftgen.MetaException{Message: msg}, "table n.t", nil)
+		if e.Code != want {
+			t.Errorf("%q: %d %s, want %d", msg, e.Code, e.Type, want)
+		}
+		if want == http.StatusServiceUnavailable && e.Type != typeUnavailable {
+			t.Errorf("%q: type %s", msg, e.Type)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+"""PyIceberg's RestCatalog (a real Iceberg REST client) against hms-proxy's
+REST listener.
+
+Usage: python pyiceberg_rest.py '<json config>'
+Config: uri, warehouse (the catalog), ns, table, location, and the scenario:
+  write    create the namespace (with location) and the table, append
+           `appends` batches, load the table again and read it back
+  append   load the existing table, wait until `start_at` (unix seconds,
+           optional), append `appends` batches starting at id `start`; a
+           CommitFailedException (409) reloads and retries
+  read     load the table and read it back
+  refused  try to create the namespace; report the exception
+Prints one JSON object and exits 0, or prints {"error": ...} and exits 1.
+"""
+
+import json
+import sys
+import time
+import traceback
+
+import pyarrow as pa
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=False),
+    NestedField(2, "writer", StringType(), required=False),
+)
+
+
+def batch(start, n, writer):
+    return pa.table({
+        "id": pa.array(list(range(start, start + n)), pa.int64()),
+        "writer": pa.array([writer] * n, pa.string()),
+    })
+
+
+def catalog(cfg):
+    return RestCatalog("hms-proxy", uri=cfg["uri"], warehouse=cfg["warehouse"])
+
+
+def readback(cat, cfg):
+    tbl = cat.load_table((cfg["ns"], cfg["table"]))
+    md = tbl.metadata
+    # The main branch's history from the current snapshot back to the
+    # first, through parent ids: a lost commit breaks or shortens it.
+    by_id = {s.snapshot_id: s for s in md.snapshots}
+    chain, cur = [], tbl.current_snapshot()
+    while cur is not None:
+        chain.append(cur.snapshot_id)
+        cur = by_id.get(cur.parent_snapshot_id) if cur.parent_snapshot_id is not None else None
+    return {
+        "ids": sorted(tbl.scan().to_arrow().column("id").to_pylist()),
+        "snapshots": len(md.snapshots),
+        "chain": len(chain),
+        "metadata_location": tbl.metadata_location,
+        "metadata_log": [e.metadata_file for e in md.metadata_log],
+    }
+
+
+def write(cfg):
+    cat = catalog(cfg)
+    cat.create_namespace(cfg["ns"], {"location": cfg["location"]})
+    tbl = cat.create_table((cfg["ns"], cfg["table"]), schema=SCHEMA)
+    for i in range(cfg["appends"]):
+        tbl.append(batch(i * 10, 2, "w"))
+    return readback(cat, cfg)
+
+
+def append(cfg):
+    cat = catalog(cfg)
+    cat.load_table((cfg["ns"], cfg["table"]))
+    if cfg.get("start_at"):
+        time.sleep(max(0.0, cfg["start_at"] - time.time()))
+    conflicts = 0
+    for i in range(cfg["appends"]):
+        for _ in range(50):
+            tbl = cat.load_table((cfg["ns"], cfg["table"]))
+            try:
+                tbl.append(batch(cfg["start"] + i * 10, 2, cfg.get("writer", "w")))
+                break
+            except CommitFailedException:
+                conflicts += 1
+        else:
+            raise RuntimeError("append %d: 50 conflicts in a row" % i)
+    return {"conflicts": conflicts}
+
+
+def read(cfg):
+    return readback(catalog(cfg), cfg)
+
+
+def refused(cfg):
+    cat = catalog(cfg)
+    try:
+        cat.create_namespace(cfg["ns"], {"location": cfg["location"]})
+        return {"refused": False}
+    except Exception as exc:
+        return {"refused": True, "error_type": type(exc).__name__, "message": str(exc)}
+
+
+SCENARIOS = {"write": write, "append": append, "read": read, "refused": refused}
+
+
+def main():
+    cfg = json.loads(sys.argv[1])
+    try:
+        out = SCENARIOS[cfg["scenario"]](cfg)
+    except Exception as exc:
+        print(json.dumps({"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}))
+        sys.exit(1)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
