@@ -75,6 +75,10 @@ func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.L
 			return cc != nil && cc.RuntimeProfile == configs.ProfileApache410 &&
 				cc.IcebergEngineHiveLockEnabled != nil && !*cc.IcebergEngineHiveLockEnabled
 		},
+		CompareAndSwap: func(catalog string) bool {
+			cc := cfg.Catalog(catalog)
+			return cc != nil && cc.RuntimeProfile == configs.ProfileApache410
+		},
 		CatalogConf: func(catalog, key string) (string, bool) {
 			cc := cfg.Catalog(catalog)
 			if cc == nil {

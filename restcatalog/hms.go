@@ -78,13 +78,16 @@ func (h *Handler) hiveEngine(catalog string, props map[string]string) bool {
 // lockEnabled decides whether a commit takes the table's metastore lock: the
 // table's engine.hive.lock-enabled, then the catalog's
 // iceberg.engine.hive.lock-enabled, default true. Without the lock the commit
-// relies on Hive 4's compare-and-swap of metadata_location in alter_table.
+// relies on Hive 4's compare-and-swap of metadata_location in alter_table, so
+// on a catalog whose metastore has none (Hive 3) the table's false is not
+// honoured: the commit locks (configs refuses the catalog's false there).
 func (h *Handler) lockEnabled(catalog string, props map[string]string) bool {
+	cas := h.opts.CompareAndSwap != nil && h.opts.CompareAndSwap(catalog)
 	if v, ok := props[propLockEnabled]; ok {
-		return parseBool(v)
+		return parseBool(v) || !cas
 	}
 	if v, ok := h.catalogConf(catalog, confLockEnabled); ok {
-		return parseBool(v)
+		return parseBool(v) || !cas
 	}
 	return true
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/restcatalog"
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
@@ -106,6 +107,10 @@ func newEnv(t *testing.T, props map[string]string, tune func(*restcatalog.Option
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			return e.isolated[c]
+		},
+		CompareAndSwap: func(catalog string) bool {
+			c := p.Config.Catalog(catalog)
+			return c != nil && c.RuntimeProfile == configs.ProfileApache410
 		},
 		CatalogConf: func(catalog, key string) (string, bool) {
 			c := p.Config.Catalog(catalog)

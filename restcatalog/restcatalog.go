@@ -92,6 +92,10 @@ type Options struct {
 	// iceberg.engine.hive.enabled and iceberg.engine.hive.lock-enabled);
 	// nil means none is set.
 	CatalogConf func(catalog, key string) (string, bool)
+	// CompareAndSwap reports whether a catalog's metastore compares
+	// metadata_location on alter_table (Hive 4's expected_parameter_key), so
+	// a commit may skip the table lock; nil means none does.
+	CompareAndSwap func(catalog string) bool
 
 	// PurgeMode is rest-catalog.purge.mode ("" means ALLOW).
 	PurgeMode PurgeMode
