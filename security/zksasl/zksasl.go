@@ -215,6 +215,26 @@ func (a *Authenticator) Check(servers []string) error {
 	return nil
 }
 
+// Servers splits a ZooKeeper connect string (host:port,…[/chroot]) into
+// host:port pairs, port 2181 when none is given.
+func Servers(connect string) []string {
+	if i := strings.IndexByte(connect, '/'); i >= 0 {
+		connect = connect[:i]
+	}
+	var out []string
+	for _, s := range strings.Split(connect, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			s = net.JoinHostPort(s, "2181")
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // LastError is the last failed exchange (nil once one has succeeded since).
 func (a *Authenticator) LastError() error {
 	a.mu.Lock()
@@ -418,7 +438,8 @@ func readPacket(r io.Reader) ([]byte, error) {
 
 // LoginOptions name the client credentials and the settings they come from.
 type LoginOptions struct {
-	Principal, PrincipalKey string // _HOST becomes this machine's canonical name
+	Principal, PrincipalKey string // _HOST becomes the canonical name of Host
+	Host                    string // "" = this machine (kerberos.ExpandHost)
 	Keytab, KeytabKey       string
 	Krb5Conf                string // "" = $KRB5_CONFIG or /etc/krb5.conf
 }
@@ -432,7 +453,7 @@ func NewLogin(o LoginOptions) (*gssapi.Login, error) {
 	if o.Keytab == "" {
 		return nil, fmt.Errorf("%s is required for ZooKeeper SASL", o.KeytabKey)
 	}
-	p, err := kerberos.ExpandHost(o.Principal, "")
+	p, err := kerberos.ExpandHost(o.Principal, o.Host)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.PrincipalKey, err)
 	}
