@@ -2,10 +2,13 @@ package testbed
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // ZooKeeperSASLOptions configure StartZooKeeperSASL.
@@ -19,6 +22,10 @@ type ZooKeeperSASLOptions struct {
 	// operation (ZooKeeper 3.7+: zookeeper.enforce.auth.enabled=true, zookeeper.enforce.auth.schemes=sasl). Without
 	// it a client without SASL is served, and only the znodes' ACLs keep it out.
 	RequireSASL bool
+	// ShortIDs makes the server keep only the short name of a client principal as its SASL id
+	// (zookeeper.kerberos.removeHostFromPrincipal and removeRealmFromPrincipal, as Kerberized Hadoop clusters
+	// set them): hive/host1@REALM and hive/host2@REALM are then both sasl:hive.
+	ShortIDs bool
 }
 
 // StartZooKeeperSASL starts a standalone ZooKeeper that authenticates clients with SASL/Kerberos (GSSAPI): the
@@ -31,7 +38,7 @@ func StartZooKeeperSASL(o ZooKeeperSASLOptions) (*ZooKeeper, error) {
 	if o.Principal == "" {
 		o.Principal = "zookeeper/localhost"
 	}
-	return startZooKeeper(func(z *ZooKeeper) error {
+	z, err := startZooKeeper(func(z *ZooKeeper) error {
 		keytab := filepath.Join(z.Dir, "zookeeper.keytab")
 		// several servers of one KDC share the principal (and its key)
 		if err := o.KDC.AddPrincipal(o.Principal); err != nil && !strings.Contains(err.Error(), "already exists") {
@@ -58,11 +65,43 @@ func StartZooKeeperSASL(o ZooKeeperSASLOptions) (*ZooKeeper, error) {
 			// ZooKeeper's KerberosName reads the default realm from the JDK's Kerberos configuration.
 			"--add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED",
 			"--add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED")
+		if o.ShortIDs {
+			z.jvmArgs = append(z.jvmArgs, "-Dzookeeper.kerberos.removeHostFromPrincipal=true",
+				"-Dzookeeper.kerberos.removeRealmFromPrincipal=true")
+		}
 		if o.RequireSASL {
 			z.jvmArgs = append(z.jvmArgs, "-Dzookeeper.enforce.auth.enabled=true", "-Dzookeeper.enforce.auth.schemes=sasl")
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	// "ruok" answers before the server serves sessions; "srvr" names the mode only once it does
+	deadline := time.Now().Add(startTimeout())
+	for !serving(z.Addr) {
+		if time.Now().After(deadline) {
+			_ = z.Stop()
+			return nil, fmt.Errorf("testbed: SASL ZooKeeper on %s answers but does not serve within %v", z.Addr, startTimeout())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return z, nil
+}
+
+// serving asks the four-letter word "srvr": a server that serves sessions reports its mode.
+func serving(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("srvr")); err != nil {
+		return false
+	}
+	b, _ := io.ReadAll(c)
+	return strings.Contains(string(b), "Mode:")
 }
 
 // StartZooKeeperSASLT starts a SASL ZooKeeper that stops when the test ends (see StartZooKeeperT).

@@ -184,6 +184,31 @@ func TestSASLZooKeeper(t *testing.T) {
 		}
 	})
 
+	t.Run("short-ids", func(t *testing.T) {
+		// replicas with per-host principals share znodes when the server keeps short names only
+		short := testbed.StartZooKeeperSASLT(t, testbed.ZooKeeperSASLOptions{KDC: e.kdc, RequireSASL: true, ShortIDs: true})
+		otherKT, err := e.kdc.PrincipalKeytab(filepath.Join(t.TempDir(), "host2.keytab"), "hms-proxy/host2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := connect(t, short, proxy)
+		if _, err := a.Create("/shared", []byte("v"), 0, zksasl.DefaultACL()); err != nil {
+			t.Fatalf("create: %v (last SASL error: %v)", err, proxy.LastError())
+		}
+		acl, _, err := a.GetACL("/shared")
+		if want := (zk.ACL{Perms: zk.PermAll, Scheme: "sasl", ID: "hms-proxy"}); err != nil || len(acl) != 1 || acl[0] != want {
+			t.Fatalf("ACL with short ids: %+v, %v; want [%+v]", acl, err, want)
+		}
+		b := connect(t, short, e.auth(t, "hms-proxy/host2", otherKT, zksasl.Options{}))
+		if v, _, err := b.Get("/shared"); err != nil || string(v) != "v" {
+			t.Fatalf("the other host's principal reads the znode: %q, %v", v, err)
+		}
+		other := connect(t, short, e.auth(t, e.otherName, e.otherKT, zksasl.Options{}))
+		if _, _, err := other.Get("/shared"); !errors.Is(err, zk.ErrNoAuth) {
+			t.Fatalf("%s reads it: %v, want %v", e.otherName, err, zk.ErrNoAuth)
+		}
+	})
+
 	t.Run("bad-credentials", func(t *testing.T) {
 		// a keytab whose key the KDC no longer has: the principal's key changed after it was written
 		if err := e.kdc.AddPrincipal("stale"); err != nil {
