@@ -121,7 +121,6 @@ type Authenticator struct {
 	mu      sync.Mutex
 	lastErr error
 	okCount int64
-	lastOK  time.Time
 }
 
 // New checks the options. It does not contact the KDC or ZooKeeper.
@@ -257,7 +256,7 @@ func (a *Authenticator) record(err error) {
 		a.lastErr = err
 		return
 	}
-	a.lastErr, a.lastOK = nil, time.Now()
+	a.lastErr = nil
 	a.okCount++
 }
 
@@ -296,7 +295,6 @@ type conn struct {
 func (c *conn) Read(p []byte) (int, error) {
 	if !c.done {
 		if err := c.handshake(); err != nil {
-			c.a.record(err)
 			_ = c.Conn.Close()
 			return 0, err
 		}
@@ -327,8 +325,10 @@ func (c *conn) handshake() error {
 	defer func() { _ = c.Conn.SetDeadline(time.Time{}) }()
 	if err := c.exchange(); err != nil {
 		spn, _ := c.a.init.ServicePrincipal(c.host)
-		return fmt.Errorf("%s: ZooKeeper SASL (GSSAPI) authentication with %s as %s for %s failed: %w",
+		err = fmt.Errorf("%s: ZooKeeper SASL (GSSAPI) authentication with %s as %s for %s failed: %w",
 			c.a.o.Store, c.addr, c.a.o.Login.Principal(), spn, err)
+		c.a.record(err) // only failed exchanges: a connection lost before the session is go-zookeeper's to report
+		return err
 	}
 	c.a.record(nil)
 	return nil
