@@ -279,6 +279,15 @@ func TestZooKeeperSASLFailures(t *testing.T) {
 	if err := kdc.AddPrincipal("zookeeper/elsewhere"); err != nil {
 		t.Fatal(err)
 	}
+	// the token store connects at start: the refused exchange is its start error
+	err = startErr(t, zkStores(t, z.Addr, znode, znode+"t", "security.zookeeper.server-principal=zookeeper/elsewhere",
+		"security.front-door-conf.hive.cluster.delegation.token.store.zookeeper.connectTimeoutMillis=5000"))
+	for _, w := range []string{"ZooKeeper token store", "ZooKeeper SASL (GSSAPI) authentication", "zookeeper/elsewhere@" + kdc.Realm, proxyP} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Fatalf("token store with a ZooKeeper principal the server has no key for: start error %v; want it to name %q", err, w)
+		}
+	}
+	t.Logf("token store, refused exchange: %v", err)
 	p := proxytest.Start(t, zkStores(t, z.Addr, znode, "", "security.zookeeper.server-principal=zookeeper/elsewhere"))
 	deadline := time.Now().Add(45 * time.Second)
 	var last string
