@@ -5,6 +5,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/locks"
+	"github.com/hms-proxy/hms-proxy/security/zksasl"
 )
 
 // buildLockShim builds the synthetic lock shim when there is more than one
@@ -32,9 +33,17 @@ func (a *App) buildLockShim(hooks TestHooks) (*locks.Metrics, error) {
 		store = locks.NewMemoryStore()
 	case configs.LockStoreZooKeeper:
 		zk := sl.ZooKeeper
-		st, err := locks.NewZooKeeperStore(locks.ZooKeeperOptions{ConnectString: zk.ConnectString, Znode: zk.ZNode,
+		zo := locks.ZooKeeperOptions{ConnectString: zk.ConnectString, Znode: zk.ZNode,
 			ConnectionTimeout: zk.ConnectionTimeout, SessionTimeout: zk.SessionTimeout, BaseSleep: zk.BaseSleep,
-			MaxRetries: zk.MaxRetries, Logger: a.Log})
+			MaxRetries: zk.MaxRetries, Logger: a.Log}
+		if cfg.Security.Mode == configs.SecurityKerberos && cfg.Security.ZooKeeperSASL {
+			auth, err := lockStoreSASL(cfg)
+			if err != nil {
+				return nil, err
+			}
+			zo.Dialer, zo.ACL, zo.AuthError = auth.Dial, zksasl.DefaultACL(), auth.LastError
+		}
+		st, err := locks.NewZooKeeperStore(zo)
 		if err != nil {
 			return nil, err
 		}

@@ -58,8 +58,11 @@ func buildSecurity(cfg *configs.Config, reg prometheus.Registerer, log *slog.Log
 		if s.SASL, err = sasl.NewMetrics(reg); err != nil {
 			return nil, err
 		}
-		tcfg, err := tokens.ParseConf(sc.FrontDoorConf, "security.front-door-conf.", true)
+		tcfg, err := tokens.ParseConf(sc.FrontDoorConf, "security.front-door-conf.", sc.ZooKeeperSASL)
 		if err != nil {
+			return nil, err
+		}
+		if err := tokenStoreSession(cfg, tcfg.ZooKeeper); err != nil { // app/zookeeper.go
 			return nil, err
 		}
 		if s.Tokens, err = tcfg.Open(log.With("component", "delegation-tokens"), tokens.NewMetrics(reg)); err != nil {

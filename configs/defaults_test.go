@@ -63,6 +63,7 @@ func TestDefaults(t *testing.T) {
 	}
 	wantSec := SecurityConfig{Mode: SecurityNone, FrontDoorConf: map[string]string{},
 		RPCProtection: []string{"authentication"}, AuthToLocal: "DEFAULT", AuthToLocalMechanism: "hadoop",
+		ZooKeeperServerPrincipal: DefaultZooKeeperServerPrincipal, ZooKeeperSASL: true,
 		DelegationTokens: DelegationTokenConfig{
 			StoreClass: "org.apache.hadoop.hive.metastore.security.MemoryTokenStore", Store: TokenStoreMemory,
 			ZooKeeperZNode: "/hivedelegation", MaxLifetime: 7 * 24 * time.Hour, RenewInterval: 24 * time.Hour,

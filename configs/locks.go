@@ -71,13 +71,9 @@ func syntheticLockFeature() *feature {
 				if cs := p.setting(zkPrefix + "connect-string"); !cs.fromFile {
 					p.fail(missingf(zkPrefix+"connect-string", "required for the ZooKeeper synthetic lock store (host:port,host:port[/chroot])"))
 				}
-				if c.Security.Mode == SecurityKerberos {
-					// The specification has the store authenticate to ZooKeeper
-					// with the front door's principal (SASL/Kerberos); without
-					// that the locks would sit in ZooKeeper unauthenticated.
-					p.fail(&Error{Key: lockModeKey, Value: sl.StoreMode, NotBuilt: true,
-						Msg: "with security.mode=KERBEROS the ZooKeeper lock store must authenticate to ZooKeeper with SASL/Kerberos (security.server-principal), which is not built yet; refusing to start rather than keep the locks in ZooKeeper without authentication"})
-				}
+				// With security.mode=KERBEROS the store authenticates to
+				// ZooKeeper with SASL/Kerberos as security.server-principal
+				// (security/zksasl), as the specification has it.
 			case len(c.Catalogs) > 1 && p.status["synthetic-locks"] == StatusImplemented:
 				// The specification gives the mode no default: the operator
 				// chooses between one instance and several.

@@ -40,7 +40,19 @@ type SecurityConfig struct {
 	DelegationTokens     DelegationTokenConfig
 	// From security.front-door-conf.hadoop.proxyuser.<service>.*.
 	ProxyUsers map[string]*ProxyUserRule
+	// ZooKeeperServerPrincipal is security.zookeeper.server-principal: the
+	// service principal of the ZooKeeper servers the lock store and the token
+	// store authenticate to with SASL/Kerberos (default zookeeper/_HOST).
+	ZooKeeperServerPrincipal string
+	// ZooKeeperSASL is security.zookeeper.sasl.enabled: with KERBEROS the
+	// ZooKeeper lock and token stores authenticate with SASL (default true).
+	ZooKeeperSASL bool
 }
+
+// DefaultZooKeeperServerPrincipal is security.zookeeper.server-principal's
+// default: ZooKeeper's own client default (user "zookeeper", the canonical
+// name of the server dialled, the client's realm).
+const DefaultZooKeeperServerPrincipal = "zookeeper/_HOST"
 
 const frontDoorConf = "security.front-door-conf."
 
@@ -100,6 +112,13 @@ func kerberosFeature() *feature {
 			{pattern: frontDoorConf + "hadoop.security.auth_to_local.mechanism", typ: enum("hadoop", "mit"), def: "hadoop", example: "mit",
 				meaning: "`hadoop`: a principal no rule maps to a simple name is refused; `mit`: it is served under its full name, as Hive 3.1.3 does",
 				bind:    func(c *Config, _ match) any { return &sc(c).AuthToLocalMechanism }},
+			{pattern: "security.zookeeper.server-principal", typ: strT{}, def: DefaultZooKeeperServerPrincipal,
+				example: "zookeeper/_HOST@EXAMPLE.COM", isNew: true, gate: gateNonDefault,
+				meaning: "service principal of the ZooKeeper servers the ZooKeeper lock store and token store authenticate to (SASL/Kerberos) with `KERBEROS`; `_HOST` becomes the canonical name of the server dialled, no realm means the client's (ZooKeeper's Java client: `zookeeper.server.principal`)",
+				bind:    func(c *Config, _ match) any { return &sc(c).ZooKeeperServerPrincipal }},
+			{pattern: "security.zookeeper.sasl.enabled", typ: boolT{}, def: "true", example: "false", isNew: true, gate: gateNonDefault,
+				meaning: "with `KERBEROS`, the ZooKeeper lock store and token store authenticate to ZooKeeper with SASL/Kerberos and protect their znodes with `sasl` ACLs; `false` is for a ZooKeeper without Kerberos: the lock store's znodes are then world-accessible and the token store needs an explicit world or ip `…token.store.zookeeper.acl` (ZooKeeper's Java client: `zookeeper.sasl.client`)",
+				bind:    func(c *Config, _ match) any { return &sc(c).ZooKeeperSASL }},
 			{pattern: frontDoorConf + "*", typ: strT{}, example: "value",
 				ignored: "hms-proxy does not read this front-door HiveConf setting (every entry is kept in the front-door conf map)",
 				meaning: "any other front-door HiveConf setting",

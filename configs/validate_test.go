@@ -203,10 +203,15 @@ func TestValidationRules(t *testing.T) {
 			}},
 		{name: "no store mode with two catalogs", set: map[string]string{"synthetic-read-lock.store.mode": del},
 			errLine: []string{"synthetic-read-lock.store.mode:", "required with more than one catalog"}},
-		{name: "ZOOKEEPER with front-door Kerberos (no ZooKeeper SASL yet)",
+		{name: "ZOOKEEPER with front-door Kerberos (the store uses ZooKeeper SASL)",
 			set: map[string]string{"synthetic-read-lock.store.mode": "ZOOKEEPER", "synthetic-read-lock.store.zookeeper.connect-string": "zk1:2181",
-				"security.mode": "KERBEROS", "security.server-principal": "hive/_HOST@EXAMPLE.COM", "security.keytab": "/k"},
-			errLine: []string{"synthetic-read-lock.store.mode=ZOOKEEPER:", "SASL"}},
+				"security.mode": "KERBEROS", "security.server-principal": "hive/_HOST@EXAMPLE.COM", "security.keytab": "/k",
+				"security.zookeeper.server-principal": "zk/_HOST"},
+			check: func(t *testing.T, c *Config) {
+				if c.SyntheticLock.StoreMode != LockStoreZooKeeper || c.Security.ZooKeeperServerPrincipal != "zk/_HOST" {
+					t.Errorf("store %+v, ZooKeeper principal %q", c.SyntheticLock, c.Security.ZooKeeperServerPrincipal)
+				}
+			}},
 		{name: "ZOOKEEPER without connect string", set: map[string]string{"synthetic-read-lock.store.mode": "ZOOKEEPER"},
 			errLine: []string{"synthetic-read-lock.store.zookeeper.connect-string:", "required"}},
 

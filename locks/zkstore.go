@@ -45,6 +45,16 @@ type ZooKeeperOptions struct {
 	MaxRetries int
 	// Logger receives the client's connection events at debug level (nil = discard).
 	Logger *slog.Logger
+	// Dialer opens the connections to ZooKeeper (nil: plain TCP). With
+	// security.mode=KERBEROS it is a zksasl.Authenticator's Dial, which
+	// authenticates every connection with SASL/Kerberos.
+	Dialer zk.Dialer
+	// ACL is given to every znode the store creates (nil: world:anyone:cdrwa;
+	// under Kerberos zksasl.DefaultACL, the creator's SASL identity).
+	ACL []zk.ACL
+	// AuthError, when set, reports the last failed SASL exchange; operations
+	// that fail for want of a session name it.
+	AuthError func() error
 }
 
 // DefaultZooKeeperOptions gives the spec's defaults for a connect string.
@@ -124,7 +134,15 @@ func NewZooKeeperStore(o ZooKeeperOptions) (*ZooKeeperStore, error) {
 	z := &ZooKeeperStore{opts: o, servers: servers, chroot: chroot, root: root,
 		locksPath: root + "/locks", txnsPath: root + "/txns", log: log, closed: make(chan struct{}),
 		lost: map[string]time.Time{}}
-	conn, events, err := zk.Connect(servers, o.SessionTimeout, zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false))
+	if o.ACL == nil {
+		o.ACL = zk.WorldACL(zk.PermAll)
+	}
+	z.opts.ACL = o.ACL
+	dial := o.Dialer
+	if dial == nil {
+		dial = plainDial
+	}
+	conn, events, err := zk.Connect(servers, o.SessionTimeout, zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithDialer(dial))
 	if err != nil {
 		return nil, fmt.Errorf("locks: %s: %w", z.Describe(), err)
 	}
@@ -137,6 +155,11 @@ func NewZooKeeperStore(o ZooKeeperOptions) (*ZooKeeperStore, error) {
 		}
 	}()
 	return z, nil
+}
+
+// plainDial is go-zookeeper's own default dialer.
+func plainDial(network, address string, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout(network, address, timeout)
 }
 
 // parseConnectString splits host:port,...[/chroot].
@@ -229,6 +252,11 @@ func (z *ZooKeeperStore) fail(op string, err error) error {
 	var se *StoreError
 	if errors.As(err, &se) {
 		return err
+	}
+	if z.opts.AuthError != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) {
+		if aerr := z.opts.AuthError(); aerr != nil {
+			err = fmt.Errorf("%w (last ZooKeeper SASL attempt: %v)", err, aerr)
+		}
 	}
 	return &StoreError{Store: z.Describe(), Op: op, Exception: zkException(err), Err: err}
 }
@@ -324,7 +352,7 @@ func (z *ZooKeeperStore) init(ctx context.Context) (uint32, error) {
 	parts = append(parts, z.txnsPath)
 	for _, p := range parts {
 		err := z.call(ctx, true, func(int) error {
-			_, err := z.conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+			_, err := z.conn.Create(p, nil, 0, z.opts.ACL)
 			if errors.Is(err, zk.ErrNodeExists) {
 				return nil
 			}
@@ -412,7 +440,7 @@ func (z *ZooKeeperStore) createSequential(ctx context.Context, data []byte, toke
 	abandoned := false
 	var created string
 	err := z.call(ctx, false, func(int) error {
-		p, err := z.conn.Create(z.locksPath+"/lock-", data, zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		p, err := z.conn.Create(z.locksPath+"/lock-", data, zk.FlagSequence, z.opts.ACL)
 		mu.Lock()
 		defer mu.Unlock()
 		if abandoned {
@@ -474,7 +502,7 @@ func (z *ZooKeeperStore) createIndex(ctx context.Context, txnID, id int64) error
 	entry := z.indexPath(txnID, id)
 	for try := 0; try < 5; try++ {
 		err := z.call(ctx, true, func(int) error {
-			_, err := z.conn.Create(folder, nil, 0, zk.WorldACL(zk.PermAll))
+			_, err := z.conn.Create(folder, nil, 0, z.opts.ACL)
 			if errors.Is(err, zk.ErrNodeExists) {
 				return nil
 			}
@@ -484,7 +512,7 @@ func (z *ZooKeeperStore) createIndex(ctx context.Context, txnID, id int64) error
 			return err
 		}
 		err = z.call(ctx, true, func(int) error {
-			_, err := z.conn.Create(entry, nil, 0, zk.WorldACL(zk.PermAll))
+			_, err := z.conn.Create(entry, nil, 0, z.opts.ACL)
 			if errors.Is(err, zk.ErrNodeExists) {
 				return nil
 			}

@@ -23,6 +23,10 @@ type ZooKeeper struct {
 
 	mu   sync.Mutex
 	proc *jvm
+
+	// extraConfig are more zoo.cfg lines and jvmArgs more JVM options (set before the first start; see
+	// StartZooKeeperSASL).
+	extraConfig, jvmArgs []string
 }
 
 // zooKeeperClasspath is where Debian's zookeeper package puts the server; /etc/zookeeper/conf only adds a log
@@ -31,7 +35,10 @@ var zooKeeperClasspath = []string{"/usr/share/java/zookeeper.jar", "/usr/share/j
 
 // StartZooKeeper starts a standalone ZooKeeper server and waits until it answers "ruok". Stop it with Stop
 // (or use StartZooKeeperT in tests).
-func StartZooKeeper() (*ZooKeeper, error) {
+func StartZooKeeper() (*ZooKeeper, error) { return startZooKeeper(nil) }
+
+// startZooKeeper starts a server; setup, when given, prepares its folder and options before the first start.
+func startZooKeeper(setup func(z *ZooKeeper) error) (*ZooKeeper, error) {
 	for _, jar := range zooKeeperClasspath {
 		if _, err := os.Stat(jar); err != nil {
 			return nil, fmt.Errorf("testbed: ZooKeeper is not installed (%s missing); install it with: sudo apt-get install -y zookeeper (make test does)", jar)
@@ -49,6 +56,11 @@ func StartZooKeeper() (*ZooKeeper, error) {
 		return nil, err
 	}
 	z := &ZooKeeper{Dir: dir}
+	if setup != nil {
+		if err := setup(z); err != nil {
+			return nil, err
+		}
+	}
 	var lastErr error
 	for attempt := 0; attempt < 4; attempt++ {
 		if z.Port, err = FreePort(); err != nil {
@@ -98,7 +110,7 @@ func (z *ZooKeeper) start() error {
 		"admin.enableServer=false",
 		"4lw.commands.whitelist=ruok,srvr,mntr",
 		"maxSessionTimeout=120000",
-	}, "\n") + "\n"
+	}, "\n") + "\n" + strings.Join(append(z.extraConfig, ""), "\n")
 	cfgPath := filepath.Join(z.Dir, "zoo.cfg")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return err
@@ -112,9 +124,11 @@ func (z *ZooKeeper) start() error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(java, "-Xms16m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
-		"-D"+RunProperty+"="+runID, "-Dzookeeper.log.dir="+z.Dir, "-Dzookeeper.jmx.log4j.disable=true",
-		"-cp", strings.Join(zooKeeperClasspath, ":"), "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)
+	args := []string{"-Xms16m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
+		"-D" + RunProperty + "=" + runID, "-Dzookeeper.log.dir=" + z.Dir, "-Dzookeeper.jmx.log4j.disable=true"}
+	args = append(args, z.jvmArgs...)
+	args = append(args, "-cp", strings.Join(zooKeeperClasspath, ":"), "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)
+	cmd := exec.Command(java, args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = z.Dir, logf, logf
 	p, err := startJVM(cmd)
 	if err != nil {

@@ -58,11 +58,14 @@ type Config struct {
 
 // ParseConf reads the delegation-token keys from conf, the front-door
 // HiveConf (keys without the "security.front-door-conf." prefix). prefix is
-// put before key names in error texts. kerberos says the front door runs
-// security.mode=KERBEROS: Hive's ZooKeeperTokenStore then protects its znodes
-// with SASL ACLs, which this build cannot do, so a ZooKeeper store needs an
-// explicit world/ip …zookeeper.acl there.
-func ParseConf(conf map[string]string, prefix string, kerberos bool) (*Config, error) {
+// put before key names in error texts. saslSession says the front door runs
+// security.mode=KERBEROS with security.zookeeper.sasl.enabled=true: the
+// ZooKeeper store's session then authenticates with SASL/Kerberos (the app
+// sets ZKOptions.Dialer), sasl ACLs are accepted and an unset
+// …zookeeper.acl means Hive's default under Kerberos, CREATOR_ALL_ACL
+// (auth::cdrwa: the proxy's own SASL identity). Without it an unset ACL is
+// world:anyone:cdrwa, Hive's default without Kerberos.
+func ParseConf(conf map[string]string, prefix string, saslSession bool) (*Config, error) {
 	c := &Config{}
 	var errs []error
 	bad := func(key, format string, args ...any) {
@@ -148,17 +151,15 @@ func ParseConf(conf map[string]string, prefix string, kerberos bool) (*Config, e
 		}
 		zo.Root = znode + ServerMode
 		if v, ok := conf[KeyZKACL]; ok && strings.TrimSpace(v) != "" {
-			acl, err := ParseACL(prefix+KeyZKACL, v)
+			acl, err := ParseACL(prefix+KeyZKACL, v, saslSession)
 			if err != nil {
 				errs = append(errs, err)
 			}
 			zo.ACL = acl
-		} else if kerberos {
-			errs = append(errs, fmt.Errorf("%s%s is unset while security.mode=KERBEROS: Hive's ZooKeeperTokenStore would "+
-				"authenticate to ZooKeeper with SASL/Kerberos (the JAAS entry HiveZooKeeperClient) and protect its znodes with "+
-				"SASL ACLs, but this build's ZooKeeper client (go-zookeeper) has no SASL. Refusing to store tokens through an "+
-				"unauthenticated session implicitly: set %s%s=world:anyone:cdrwa (or ip:<range>:cdrwa) on a network-restricted "+
-				"ZooKeeper to accept that, or use the memory token store", prefix, KeyZKACL, prefix, KeyZKACL))
+		} else if saslSession {
+			// ZooKeeperTokenStore under Kerberos: Ids.CREATOR_ALL_ACL, which
+			// the server turns into sasl:<the proxy's principal>:cdrwa
+			zo.ACL = zk.AuthACL(zk.PermAll)
 		} else {
 			zo.ACL = zk.WorldACL(zk.PermAll)
 		}

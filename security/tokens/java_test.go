@@ -34,6 +34,12 @@ func TestMain(m *testing.M) {
 
 func hiveJava(t *testing.T, args ...string) map[string][]string {
 	t.Helper()
+	return hiveJavaOpts(t, nil, args...)
+}
+
+// hiveJavaOpts is hiveJava with more JVM options.
+func hiveJavaOpts(t *testing.T, jvm []string, args ...string) map[string][]string {
+	t.Helper()
 	if os.Getenv("HMS_PROXY_SKIP_REAL_HIVE") == "1" {
 		t.Skip("HMS_PROXY_SKIP_REAL_HIVE=1: no Hive jars")
 	}
@@ -63,8 +69,9 @@ func hiveJava(t *testing.T, args ...string) map[string][]string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "java", append([]string{"-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-		"-cp", hive.dir + string(os.PathListSeparator) + hive.cp, "HiveTokens"}, args...)...)
+	jargs := append([]string{"-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"}, jvm...)
+	jargs = append(jargs, "-cp", hive.dir+string(os.PathListSeparator)+hive.cp, "HiveTokens")
+	cmd := exec.CommandContext(ctx, "java", append(jargs, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -381,6 +382,17 @@ func TestParseConf(t *testing.T) {
 	if err != nil || c.ZooKeeper.Root != "/hivedelegationMETASTORE" || c.ZooKeeper.Servers[0] != "q1:2181" {
 		t.Errorf("quorum fallback and default znode: %+v, %v", c, err)
 	}
+	// under Kerberos the session authenticates with SASL: Hive's default
+	// CREATOR_ALL_ACL, and the registry's example sasl:hive:cdrwa, are accepted
+	c, err = ParseConf(map[string]string{KeyStoreClass: "org.apache.hadoop.hive.metastore.security.ZooKeeperTokenStore", KeyZKQuorum: "q1:2181"}, p, true)
+	if err != nil || len(c.ZooKeeper.ACL) != 1 || c.ZooKeeper.ACL[0] != (zk.ACL{Perms: zk.PermAll, Scheme: "auth", ID: ""}) {
+		t.Errorf("kerberos, no ACL: want auth::cdrwa, got %+v, %v", c, err)
+	}
+	c, err = ParseConf(map[string]string{KeyStoreClass: "org.apache.hadoop.hive.metastore.security.ZooKeeperTokenStore", KeyZKQuorum: "q1:2181",
+		KeyZKACL: "sasl:hive:cdrwa"}, p, true)
+	if err != nil || len(c.ZooKeeper.ACL) != 1 || c.ZooKeeper.ACL[0] != (zk.ACL{Perms: zk.PermAll, Scheme: "sasl", ID: "hive"}) {
+		t.Errorf("kerberos, sasl:hive:cdrwa: %+v, %v", c, err)
+	}
 
 	zkClass := "org.apache.hadoop.hive.metastore.security.ZooKeeperTokenStore"
 	for name, tc := range map[string]struct {
@@ -396,13 +408,15 @@ func TestParseConf(t *testing.T) {
 		"zk no connect":  {map[string]string{KeyStoreClass: zkClass}, false, []string{p + KeyZKConnectString, "required"}},
 		"memory+zk keys": {map[string]string{KeyZKConnectString: "zk:2181"}, false, []string{"memory token store", p + KeyZKConnectString}},
 		"sasl acl": {map[string]string{KeyStoreClass: zkClass, KeyZKConnectString: "zk:2181", KeyZKACL: "sasl:hive:cdrwa"}, false,
-			[]string{p + KeyZKACL, "sasl:hive:cdrwa", "no SASL"}},
+			[]string{p + KeyZKACL, "sasl:hive:cdrwa", "security.mode=KERBEROS"}},
+		"auth acl": {map[string]string{KeyStoreClass: zkClass, KeyZKConnectString: "zk:2181", KeyZKACL: "auth::cdrwa"}, false,
+			[]string{p + KeyZKACL, "security.mode=KERBEROS"}},
+		"digest acl, kerberos": {map[string]string{KeyStoreClass: zkClass, KeyZKConnectString: "zk:2181", KeyZKACL: "digest:u:h:cdrwa"}, true,
+			[]string{"digest"}},
 		"digest acl": {map[string]string{KeyStoreClass: zkClass, KeyZKConnectString: "zk:2181", KeyZKACL: "digest:u:h:cdrwa"}, false,
 			[]string{"digest"}},
 		"bad perm": {map[string]string{KeyStoreClass: zkClass, KeyZKConnectString: "zk:2181", KeyZKACL: "world:anyone:rwx"}, false,
 			[]string{"unknown permission 'x'"}},
-		"kerberos, no acl": {map[string]string{KeyStoreClass: zkClass, KeyZKConnectString: "zk:2181"}, true,
-			[]string{"security.mode=KERBEROS", "no SASL", p + KeyZKACL}},
 		"bad znode": {map[string]string{KeyStoreClass: zkClass, KeyZKConnectString: "zk:2181", KeyZKZNode: "tokens/"}, false,
 			[]string{p + KeyZKZNode}},
 	} {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path"
 	"sort"
 	"strconv"
@@ -54,6 +55,13 @@ type ZKOptions struct {
 	// SessionTimeout is the ZooKeeper session timeout (0: 60 s).
 	SessionTimeout time.Duration
 	Logger         *slog.Logger
+	// Dialer opens the connections to ZooKeeper (nil: plain TCP). With
+	// security.mode=KERBEROS it is a zksasl.Authenticator's Dial: every
+	// connection authenticates with SASL/Kerberos.
+	Dialer zk.Dialer
+	// AuthError, when set, reports the last failed SASL exchange; a call that
+	// fails for want of a session names it.
+	AuthError func() error
 }
 
 // ZKStore is the ZooKeeper token store. Every error names the store
@@ -86,7 +94,13 @@ func NewZKStore(o ZKOptions) (*ZKStore, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &ZKStore{o: o, name: fmt.Sprintf("ZooKeeper token store %s %s", strings.Join(o.Servers, ","), o.Root)}
-	conn, _, err := zk.Connect(o.Servers, o.SessionTimeout, zk.WithLogger(zkLogger{o.Logger}))
+	dial := o.Dialer
+	if dial == nil {
+		dial = func(network, address string, timeout time.Duration) (net.Conn, error) {
+			return net.DialTimeout(network, address, timeout)
+		}
+	}
+	conn, _, err := zk.Connect(o.Servers, o.SessionTimeout, zk.WithLogger(zkLogger{o.Logger}), zk.WithDialer(dial))
 	if err != nil {
 		return nil, fmt.Errorf("%s: connecting: %w", s.name, err)
 	}
@@ -131,7 +145,7 @@ func (s *ZKStore) do(what, znode string, f func() error) error {
 			t.Stop()
 		case <-t.C:
 			return &zkError{store: s.name, what: what, znode: znode,
-				err: fmt.Errorf("no answer within %v (connection state %s)", s.o.OpTimeout, s.conn.State())}
+				err: s.withAuth(fmt.Errorf("no answer within %v (connection state %s)", s.o.OpTimeout, s.conn.State()))}
 		}
 		if err == nil {
 			return nil
@@ -141,13 +155,24 @@ func (s *ZKStore) do(what, znode string, f func() error) error {
 			continue
 		}
 		if errors.Is(err, zk.ErrNoServer) {
-			err = fmt.Errorf("%w within %v", err, s.o.OpTimeout)
+			err = s.withAuth(fmt.Errorf("%w within %v", err, s.o.OpTimeout))
 		}
 		return &zkError{store: s.name, what: what, znode: znode, err: err}
 	}
 }
 
 const zkRetryPause = 250 * time.Millisecond
+
+// withAuth adds the last failed SASL exchange to an error of a call that
+// found no session.
+func (s *ZKStore) withAuth(err error) error {
+	if s.o.AuthError != nil {
+		if aerr := s.o.AuthError(); aerr != nil {
+			return fmt.Errorf("%w (last ZooKeeper SASL attempt: %v)", err, aerr)
+		}
+	}
+	return err
+}
 
 type zkError struct {
 	store, what, znode string
@@ -392,10 +417,12 @@ func (s *ZKStore) Tokens() ([][]byte, error) {
 
 // ParseACL parses …zookeeper.acl ("scheme:id:perms,…", perms from "rwcda")
 // as Hive's ZooKeeperTokenStore does, but refuses what this client cannot
-// honour: sasl (go-zookeeper has no SASL), digest and auth (the store
-// authenticates no ZooKeeper session, so it could not read its own znodes)
-// and x509. key names the configuration key for error texts.
-func ParseACL(key, value string) ([]zk.ACL, error) {
+// honour. saslSession says the store's session authenticates with
+// SASL/Kerberos (security.mode=KERBEROS): then sasl and auth entries are
+// accepted; without it they are refused, as the store could not read the
+// znodes it creates. digest and x509 are always refused (the store has no
+// such credentials). key names the configuration key for error texts.
+func ParseACL(key, value string, saslSession bool) ([]zk.ACL, error) {
 	var acls []zk.ACL
 	for _, part := range strings.Split(value, ",") {
 		a := strings.TrimSpace(part)
@@ -429,11 +456,13 @@ func ParseACL(key, value string) ([]zk.ACL, error) {
 		}
 		switch scheme {
 		case "world", "ip":
-		case "sasl":
-			return nil, fmt.Errorf("%s: ACL entry %q needs a SASL (Kerberos) authenticated ZooKeeper session, and this build's "+
-				"ZooKeeper client (go-zookeeper) has no SASL: the proxy could neither create nor read znodes as %q. "+
-				"Use world or ip ACLs with a network-restricted ZooKeeper, or the memory token store", key, a, id)
-		case "digest", "auth", "x509":
+		case "sasl", "auth":
+			if !saslSession {
+				return nil, fmt.Errorf("%s: ACL entry %q needs a SASL (Kerberos) authenticated ZooKeeper session, which the "+
+					"token store has only with security.mode=KERBEROS and security.zookeeper.sasl.enabled=true: the proxy could "+
+					"neither create nor read znodes as %q. Use world or ip ACLs with a network-restricted ZooKeeper", key, a, id)
+			}
+		case "digest", "x509":
 			return nil, fmt.Errorf("%s: ACL entry %q: the token store does not authenticate its ZooKeeper session "+
 				"(no %s credentials), so it could not read the znodes it creates; use world or ip ACLs", key, a, scheme)
 		default:

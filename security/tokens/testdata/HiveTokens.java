@@ -34,8 +34,9 @@ public class HiveTokens {
             conf.set("hive.cluster.delegation.token.store.zookeeper.connectString", connect);
             conf.set("hive.cluster.delegation.token.store.zookeeper.znode", znode);
             // Hive 3.1.3 defaults to creator-only ACLs, which need an authenticated session; the Go store's
-            // default (no Kerberos) is world ACLs, so name them.
-            conf.set("hive.cluster.delegation.token.store.zookeeper.acl", "world:anyone:cdrwa");
+            // default (no Kerberos) is world ACLs, so name them. A SASL test names the sasl ACL it wants (the
+            // session then authenticates through the JAAS Client section given to the JVM).
+            conf.set("hive.cluster.delegation.token.store.zookeeper.acl", System.getProperty("hivetokens.acl", "world:anyone:cdrwa"));
             setConf(conf);
             init(null, HadoopThriftAuthBridge.Server.ServerMode.METASTORE);
         }
