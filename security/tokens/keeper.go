@@ -33,6 +33,9 @@ type Keeper struct {
 	log  *slog.Logger
 	stop chan struct{}
 	done chan struct{}
+	// ctx ends at Close, so a call in flight does not hold Close up
+	ctx       context.Context
+	cancelCtx context.CancelFunc
 
 	mu      sync.Mutex
 	token   string
@@ -75,11 +78,13 @@ func NewKeeper(ctx context.Context, o KeeperOptions) (*Keeper, error) {
 		o.RetryAfter = 5 * time.Second
 	}
 	k := &Keeper{o: o, log: o.Log, stop: make(chan struct{}), done: make(chan struct{})}
+	k.ctx, k.cancelCtx = context.WithCancel(context.Background())
 	if k.log == nil {
 		k.log = slog.Default()
 	}
 	tok, maxDate, err := k.obtain(ctx)
 	if err != nil {
+		k.cancelCtx()
 		return nil, err
 	}
 	k.token, k.maxDate, k.gotAt = tok, maxDate, time.Now()
@@ -119,6 +124,7 @@ func (k *Keeper) Close() {
 	default:
 	}
 	close(k.stop)
+	k.cancelCtx()
 	<-k.done
 	if k.o.Cancel != nil {
 		k.cancel(k.Token())
@@ -180,7 +186,7 @@ func (k *Keeper) step() time.Duration {
 	k.mu.Unlock()
 	now := time.Now()
 	if expiry.IsZero() {
-		ctx, cancel := context.WithTimeout(context.Background(), k.o.CallTimeout)
+		ctx, cancel := context.WithTimeout(k.ctx, k.o.CallTimeout)
 		exp, err := k.o.Renew(ctx, tok)
 		cancel()
 		if err == nil {
@@ -190,6 +196,9 @@ func (k *Keeper) step() time.Duration {
 			k.mu.Unlock()
 			k.log.Debug("delegation token renew date learnt", "token", k.o.What, "renewDate", exp, "maxDate", maxDate)
 			return threeQuarters(now, exp)
+		}
+		if k.ctx.Err() != nil {
+			return 0 // closing
 		}
 		k.mu.Lock()
 		k.lastErr = err
@@ -202,8 +211,11 @@ func (k *Keeper) step() time.Duration {
 		}
 		k.log.Warn("renewing a delegation token failed; obtaining a fresh one", "token", k.o.What, "err", err)
 	}
-	fresh, freshMax, err := k.obtain(context.Background())
+	fresh, freshMax, err := k.obtain(k.ctx)
 	if err != nil {
+		if k.ctx.Err() != nil {
+			return 0 // closing
+		}
 		k.mu.Lock()
 		k.lastErr = err
 		exp := k.expiry

@@ -123,3 +123,25 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Close does not wait for a service call that hangs: the call's context ends with it.
+func TestKeeperCloseDoesNotWaitForAHungCall(t *testing.T) {
+	_, o := keeperService(t, time.Hour, 2*time.Hour)
+	entered := make(chan struct{})
+	o.Renew = func(ctx context.Context, _ string) (time.Time, error) {
+		close(entered)
+		<-ctx.Done() // a metastore that never answers
+		return time.Time{}, ctx.Err()
+	}
+	o.Cancel = nil
+	k, err := NewKeeper(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	start := time.Now()
+	k.Close()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Close waited %v for a hung renewal (CallTimeout %v)", d, 30*time.Second)
+	}
+}
