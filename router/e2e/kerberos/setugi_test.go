@@ -162,3 +162,30 @@ func countMethod(calls []proxytest.TapCall, method string) int {
 	}
 	return n
 }
+
+// A plain front door in front of a Kerberized metastore: the user set_ugi names reaches it through the backend
+// delegation-token path (the proxy, a Hadoop proxy user there, obtains a token for that user and opens a DIGEST-MD5
+// session with it).
+func TestSetUGIToAKerberizedBackend(t *testing.T) {
+	p := proxytest.Start(t, map[string]string{
+		"catalogs": "catalog1", "catalog.catalog1.conf.hive.metastore.uris": krb1.URI,
+		"catalog.catalog1.conf.hive.metastore.sasl.enabled":       "true",
+		"catalog.catalog1.conf.hive.metastore.kerberos.principal": "hive/_HOST@" + kdc.Realm,
+		"catalog.catalog1.conf.hadoop.rpc.protection":             "privacy",
+		"security.client-principal":                               proxyP,
+		"security.client-keytab":                                  proxyKT,
+		"security.impersonation-enabled":                          "true",
+	})
+	c := proxytest.Client(t, p.URI("primary"))
+	if _, err := c.SetUgi(ctx(t), "alice", nil); err != nil {
+		t.Fatal(err)
+	}
+	db := uniq("ugikrb")
+	if err := c.CreateDatabase(ctx(t), &thriftgen.Database{Name: db}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = backendAdmin(t, krb1).DropDatabase(ctx(t), db, true, true) })
+	if got := auditUsers(t, krb1, db); len(got) == 0 || got[0] != "alice" {
+		t.Fatalf("set_ugi(alice) on a plain front door reached the Kerberized metastore as %v, want alice", got)
+	}
+}
