@@ -41,7 +41,7 @@ func TestReplayAcrossListeners(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st, text := readFrame(t, c); st != 3 {
-		t.Fatalf("the primary listener's authenticator replayed on hive4 was answered %d %q, want BAD", st, text)
+		t.Fatalf("the primary listener's authenticator replayed on hive4 was answered %d %.40q, want BAD", st, text)
 	}
 	expectClosed(t, c, 10*time.Second)
 	waitMetric(t, replays, n+1)
