@@ -45,6 +45,7 @@ type Security struct {
 	local         map[string]router.LocalHandler
 	impersonation map[string]*router.ImpersonationOptions
 	log           *slog.Logger
+	stopRenewal   func() // the outbound login's background renewal (nil: not running)
 }
 
 // buildSecurity checks and builds every security part the configuration
@@ -82,13 +83,14 @@ func buildSecurity(cfg *configs.Config, reg prometheus.Registerer, log *slog.Log
 			s.Close()
 			return nil, err
 		}
+		replay := gssapi.NewReplayCaches() // one per service principal, shared by the listeners
 		for _, fc := range cfg.Frontends() {
 			name := listenerName(fc)
 			fd, err := gssapi.NewFrontDoor(gssapi.FrontDoorOptions{Principal: sc.ServerPrincipal, Keytab: sc.Keytab,
 				Protection: strings.Join(sc.RPCProtection, ","), AuthToLocal: sc.AuthToLocal,
 				AuthToLocalMechanism: sc.AuthToLocalMechanism, BindHost: fc.BindHost, Listener: name, Metrics: s.SASL,
 				// a client that does not finish the handshake is closed at the socket timeout, as Hive's is
-				HandshakeTimeout: fc.ClientSocketTimeout})
+				HandshakeTimeout: fc.ClientSocketTimeout, Replay: replay})
 			if err != nil {
 				s.Close()
 				return nil, fmt.Errorf("listener %s: %w", name, err)
@@ -193,15 +195,23 @@ func (s *Security) authenticator(listener string) frontdoor.Authenticator {
 	return &saslAuth{fd: fd}
 }
 
-// Start starts background work (master key rolling, expired token removal).
+// Start starts background work (master key rolling, expired token removal,
+// the outbound login's renewal before its tickets expire).
 func (s *Security) Start() {
 	if s.Tokens != nil {
 		s.Tokens.Start()
+	}
+	if s.Backend != nil && s.stopRenewal == nil {
+		s.stopRenewal = s.Backend.StartRenewal()
 	}
 }
 
 // Close stops background work and closes the token store.
 func (s *Security) Close() {
+	if s.stopRenewal != nil {
+		s.stopRenewal()
+		s.stopRenewal = nil
+	}
 	if s.Tokens != nil {
 		if err := s.Tokens.Close(); err != nil {
 			s.log.Warn("closing the delegation token store failed", "err", err)
@@ -421,17 +431,40 @@ func resultOf(m *wire.Message, method string, seq int32) (wire.Value, error) {
 // Hadoop proxy user on the metastore) asks the metastore, over its own
 // Kerberos session, for a delegation token owned by the user, then opens the
 // user's sessions with SASL DIGEST-MD5 on that token, as HiveServer2 does
-// for its impersonated sessions. The token is cancelled when the user's pool
-// closes.
+// for its impersonated sessions. A tokens.Keeper renews the token on the
+// metastore before its renew date and replaces it before its max date, so a
+// long-lived pool keeps opening sessions; the token is cancelled when the
+// user's pool closes.
 func tokenUserDial(catalog, renewer string, qops []sasl.QOP, connectTimeout time.Duration, log *slog.Logger) func(context.Context, *security.Identity, *router.Backend) (router.Dial, func(), error) {
 	return func(ctx context.Context, id *security.Identity, shared *router.Backend) (router.Dial, func(), error) {
-		args := wire.Struct(wire.Field{ID: 1, V: wire.Str(id.User)}, wire.Field{ID: 2, V: wire.Str(renewer)})
-		v, err := sharedCall(ctx, shared, "get_delegation_token", args)
+		keeper, err := tokens.NewKeeper(ctx, tokens.KeeperOptions{
+			What: fmt.Sprintf("catalog %s backend token of %s", catalog, id.User),
+			Obtain: func(ctx context.Context) (string, error) {
+				v, err := sharedCall(ctx, shared, "get_delegation_token",
+					wire.Struct(wire.Field{ID: 1, V: wire.Str(id.User)}, wire.Field{ID: 2, V: wire.Str(renewer)}))
+				if err != nil {
+					return "", err
+				}
+				token := v.Field(0).String()
+				if _, err := digestmd5.TokenClientOptions(token, qops...); err != nil {
+					return "", err
+				}
+				return token, nil
+			},
+			Renew: func(ctx context.Context, token string) (time.Time, error) {
+				v, err := sharedCall(ctx, shared, "renew_delegation_token", wire.Struct(wire.Field{ID: 1, V: wire.Str(token)}))
+				if err != nil {
+					return time.Time{}, err
+				}
+				return time.UnixMilli(v.Field(0).Int), nil
+			},
+			Cancel: func(ctx context.Context, token string) error {
+				_, err := sharedCall(ctx, shared, "cancel_delegation_token", wire.Struct(wire.Field{ID: 1, V: wire.Str(token)}))
+				return err
+			},
+			Log: log.With("catalog", catalog, "user", id.User),
+		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("backend delegation token for %s: %w", id.User, err)
-		}
-		token := v.Field(0).String()
-		if _, err := digestmd5.TokenClientOptions(token, qops...); err != nil {
 			return nil, nil, fmt.Errorf("backend delegation token for %s: %w", id.User, err)
 		}
 		d := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
@@ -440,8 +473,11 @@ func tokenUserDial(catalog, renewer string, qops []sasl.QOP, connectTimeout time
 			if err != nil {
 				return nil, err
 			}
-			co, _ := digestmd5.TokenClientOptions(token, qops...)
-			mech, err := digestmd5.NewClient(co)
+			co, err := digestmd5.TokenClientOptions(keeper.Token(), qops...)
+			var mech sasl.ClientMech
+			if err == nil {
+				mech, err = digestmd5.NewClient(co)
+			}
 			if err == nil {
 				deadline := time.Now().Add(sasl.DefaultHandshakeTimeout)
 				if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
@@ -457,15 +493,7 @@ func tokenUserDial(catalog, renewer string, qops []sasl.QOP, connectTimeout time
 			c.Close()
 			return nil, fmt.Errorf("DIGEST-MD5 session as %s: %w", id.User, err)
 		}
-		release := func() {
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if _, err := sharedCall(cctx, shared, "cancel_delegation_token", wire.Struct(wire.Field{ID: 1, V: wire.Str(token)})); err != nil {
-				log.Warn("cancelling a backend delegation token of a closed impersonation pool failed; it expires by itself",
-					"catalog", catalog, "user", id.User, "err", err)
-			}
-		}
-		return dial, release, nil
+		return dial, keeper.Close, nil
 	}
 }
 

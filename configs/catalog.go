@@ -85,11 +85,11 @@ type CatalogConfig struct {
 	FramedTransport    bool
 	CompactProtocol    bool // refused-until-built
 	UseSSL             bool // refused-until-built
-	// Outbound Kerberos (backend.go); refused until built.
+	// Outbound Kerberos (backend.go): SASL/GSSAPI to this catalog's metastore.
 	SASLEnabled       bool
 	KerberosPrincipal string   // conf hive.metastore.kerberos.principal
 	RPCProtection     []string // conf hadoop.rpc.protection
-	// Impersonation (impersonation.go); refused until built.
+	// Impersonation (impersonation.go): per-user backend sessions.
 	ImpersonationEnabled        bool // default security.impersonation-enabled
 	ImpersonationMaxClients     int
 	ImpersonationClientIdleTTL  time.Duration

@@ -1,5 +1,9 @@
 package configs
 
+// impersonationFeature: the caller's identity selects per-user backend sessions.
+// The identity is the front door's (SASL) or, on a plain front door, the user
+// a set_ugi asserted (issue 13: what an unsecured metastore itself trusts),
+// so impersonation does not need security.mode=KERBEROS.
 func impersonationFeature() *feature {
 	const pre = "catalog.<catalog>."
 	appendPrincipals := func(c *Config, _ match) any {
@@ -15,19 +19,9 @@ func impersonationFeature() *feature {
 		},
 		off:  offBecause("impersonation is off for every catalog (security.impersonation-enabled and catalog.<name>.impersonation-enabled)"),
 		loss: "call backends as the proxy itself instead of as the authenticated user",
-		validate: func(p *parser, c *Config) {
-			if c.Security.Mode == SecurityKerberos {
-				return
-			}
-			for _, s := range p.order {
-				if s.key.feature.id == "impersonation" && s.key.sw && s.fromFile && !s.bad && s.text == "true" {
-					p.fail(errorf(s.name, s.raw, "impersonation needs security.mode=KERBEROS: the caller's identity comes from the front door's SASL handshake"))
-				}
-			}
-		},
 		keys: []*keyDef{
 			{pattern: "security.impersonation-enabled", typ: boolT{}, def: "false", example: "true", sw: true, gate: gateNonDefault,
-				meaning: "call backends as the authenticated user; the default of `catalog.<name>.impersonation-enabled`",
+				meaning: "call backends as the caller (the Kerberos or token identity, or on a plain front door the `set_ugi` user); the default of `catalog.<name>.impersonation-enabled`",
 				bind:    func(c *Config, _ match) any { return &c.Security.ImpersonationEnabled }},
 			{pattern: pre + "impersonation-enabled", typ: boolT{}, defOf: "security.impersonation-enabled", example: "true", sw: true, gate: gateNonDefault,
 				meaning: "impersonation for this catalog",

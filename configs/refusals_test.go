@@ -106,6 +106,8 @@ func TestKeysThatDidNothingRefuse(t *testing.T) {
 		{key: "security.mode", value: "KERBEROS",
 			also: map[string]string{"security.server-principal": "hive/_HOST@R", "security.keytab": "/k"}},
 		{key: "security.impersonation-enabled", value: "true", also: kerberosOn},
+		{key: "security.impersonation-enabled", value: "true"},         // a plain front door: set_ugi selects the user
+		{key: "catalog.catalog2.impersonation-enabled", value: "true"}, // the same per catalog
 		{key: "catalog.catalog2.conf.hive.metastore.sasl.enabled", value: "true",
 			also: map[string]string{"catalog.catalog2.conf.hive.metastore.kerberos.principal": "hive/_HOST@R",
 				"security.client-principal": "p@R", "security.client-keytab": "/k"}},
@@ -309,8 +311,6 @@ func TestSpecRules(t *testing.T) {
 			errKey: "routing.adaptive-timeout.alpha", errFrag: []string{"at most 1"}},
 		{name: "Kerberos needs a principal", set: map[string]string{"security.mode": "KERBEROS", "security.keytab": "/k"},
 			errKey: "security.server-principal", errFrag: []string{"required when security.mode=KERBEROS"}},
-		{name: "impersonation needs KERBEROS", set: map[string]string{"catalog.catalog2.impersonation-enabled": "true"},
-			errKey: "catalog.catalog2.impersonation-enabled", errFrag: []string{"needs security.mode=KERBEROS"}},
 		{name: "backend SASL needs the backend principal",
 			set:    map[string]string{"catalog.catalog1.conf.hive.metastore.sasl.enabled": "true", "security.client-principal": "p@R", "security.client-keytab": "/k"},
 			errKey: "catalog.catalog1.conf.hive.metastore.kerberos.principal", errFrag: []string{"required when"}},

@@ -41,7 +41,9 @@ func (r *Router) local(req *request) {
 
 // setUGI binds the caller's identity to the connection and answers as HMS
 // does (the group list). It is never sent to a backend: with impersonation,
-// the user's own backend sessions carry the identity.
+// the user's own backend sessions carry the identity; without it, the
+// backend sees the proxy. Until a plain connection sends set_ugi it has no
+// identity and its calls run as the proxy (the shared pool).
 func (r *Router) setUGI(req *request) {
 	m := req.msg
 	v, err := wire.DecodeStruct(m.Body())
@@ -65,8 +67,10 @@ func (r *Router) setUGI(req *request) {
 	} else {
 		req.conn.SetIdentity(&security.Identity{User: user, Groups: groups, Mechanism: security.SetUGI})
 	}
+	// HMS answers the groups it was sent with the user name appended
+	// (HiveMetaStore.set_ugi: Collections.addAll(groupNames, username)).
 	list := wire.List(wire.TString)
-	for _, s := range groups {
+	for _, s := range append(groups[:len(groups):len(groups)], user) {
 		list.Elems = append(list.Elems, wire.Str(s))
 	}
 	body := wire.Struct(wire.Field{ID: 0, V: list})

@@ -187,12 +187,6 @@ func (f *File) Validate(mx *Matrix) []error {
 		case c.Status != "planned" && len(c.PlannedTests) > 0:
 			bad(c, "plannedTests are only for planned capabilities; move %s to tests once they exist", strings.Join(c.PlannedTests, ", "))
 		}
-		if c.Auth == "KERBEROS" && c.Status != "planned" {
-			bad(c, "auth KERBEROS is not implemented by hms-proxy yet: its status must be planned with implemented=false")
-		}
-		if c.Auth == "KERBEROS" && c.Implemented != nil && *c.Implemented {
-			bad(c, "auth KERBEROS is not implemented by hms-proxy yet: implemented must be false")
-		}
 		for _, list := range [][]string{c.Tests, c.PlannedTests} {
 			for _, t := range list {
 				if _, err := ParseTestRef(t); err != nil {

@@ -68,6 +68,11 @@ type AcceptorOptions struct {
 	// exchange completes (auth_to_local mapping); an error refuses the client
 	// with BAD and reason "auth_to_local".
 	Authorize func(principal string) error
+	// Replay holds the replay caches shared with the other acceptors of
+	// this process (one per service principal, as Java keeps one per
+	// principal per JVM), so an authenticator seen on one listener is a
+	// replay on every other; nil: this acceptor's own.
+	Replay *ReplayCaches
 }
 
 // Acceptor verifies Java/MIT GSSAPI clients against a keytab. It is safe for
@@ -121,7 +126,10 @@ func NewAcceptor(o AcceptorOptions) (*Acceptor, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Acceptor{o: o, service: pn, realm: realm, mask: mask, replay: newReplayCache(o.MaxClockSkew)}, nil
+	if o.Replay == nil {
+		o.Replay = NewReplayCaches()
+	}
+	return &Acceptor{o: o, service: pn, realm: realm, mask: mask, replay: o.Replay.forPrincipal(o.Principal, o.MaxClockSkew)}, nil
 }
 
 // Principal is the service principal the acceptor answers for.
@@ -304,6 +312,31 @@ func (m *acceptorMech) choose(tok []byte) ([]byte, bool, error) {
 	m.res = res
 	m.state = 3
 	return nil, true, nil
+}
+
+// ReplayCaches are the replay caches of one process, one per service
+// principal. Safe for concurrent use.
+type ReplayCaches struct {
+	mu sync.Mutex
+	m  map[string]*replayCache
+}
+
+// NewReplayCaches returns an empty set of replay caches.
+func NewReplayCaches() *ReplayCaches { return &ReplayCaches{m: map[string]*replayCache{}} }
+
+// forPrincipal is principal's cache; a larger skew widens its window.
+func (r *ReplayCaches) forPrincipal(principal string, skew time.Duration) *replayCache {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.m[principal]
+	if c == nil {
+		c = newReplayCache(skew)
+		r.m[principal] = c
+	}
+	c.mu.Lock()
+	c.window = max(c.window, 2*skew)
+	c.mu.Unlock()
+	return c
 }
 
 // replayCache remembers authenticators (client, time, service) for the skew

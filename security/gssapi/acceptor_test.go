@@ -230,8 +230,14 @@ func checkJavaStream(t *testing.T, b []byte, qop sasl.QOP) (firstData []byte) {
 			t.Fatalf("Java client frame %q: status %d payload % x", f.what, h[0], p[:min(len(p), 24)])
 		}
 	}
-	want := map[sasl.QOP]string{sasl.QOPAuth: "\x80\x01\x00", // a strict TBinaryProtocol envelope sasl.QOPAuthInt: "\x05\x04\x00\xff\x00\x0c\x00\x00",
-		sasl.QOPAuthConf: "\x05\x04\x02\xff\x00\x00\x00\x00"}[qop]
+	want := map[sasl.QOP]string{
+		sasl.QOPAuth:     "\x80\x01\x00",                     // a strict TBinaryProtocol envelope
+		sasl.QOPAuthInt:  "\x05\x04\x00\xff\x00\x0c\x00\x00", // integrity: not sealed, EC 12, RRC 0
+		sasl.QOPAuthConf: "\x05\x04\x02\xff\x00\x00\x00\x00", // sealed, EC 0, RRC 0
+	}[qop]
+	if want == "" {
+		t.Fatalf("no expected data-frame prefix for QOP %q", qop)
+	}
 	frames := 0
 	for len(b) > 0 {
 		p := next(int(binary.BigEndian.Uint32(next(4))))

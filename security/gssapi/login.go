@@ -60,6 +60,7 @@ type Login struct {
 	attempted bool
 	lastErr   error
 	tickets   map[string]serviceTicket
+	kick      chan struct{} // a login happened: the renewal loop looks again
 }
 
 type serviceTicket struct {
@@ -90,7 +91,7 @@ func NewLogin(o LoginOptions) (*Login, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Login{o: o, name: name, realm: realm, tickets: map[string]serviceTicket{}}, nil
+	return &Login{o: o, name: name, realm: realm, tickets: map[string]serviceTicket{}, kick: make(chan struct{}, 1)}, nil
 }
 
 // Principal is the principal this login is for.
@@ -117,6 +118,10 @@ func (l *Login) loginLocked() error {
 			}
 			l.tickets = map[string]serviceTicket{}
 			l.lastErr = nil
+			select {
+			case l.kick <- struct{}{}:
+			default:
+			}
 			return nil
 		}
 	}
@@ -148,11 +153,20 @@ func (l *Login) ServiceTicket(spn, realm string) (messages.Ticket, types.Encrypt
 	if t, ok := l.tickets[id]; ok && !l.low(t.start, t.end, now) {
 		return t.tkt, t.key, nil
 	}
+	if err := l.fetchLocked(id, spn, realm); err != nil {
+		return messages.Ticket{}, types.EncryptionKey{}, err
+	}
+	t := l.tickets[id]
+	return t.tkt, t.key, nil
+}
+
+// fetchLocked gets a service ticket for spn into the cache under id.
+func (l *Login) fetchLocked(id, spn, realm string) error {
 	pn := types.NewPrincipalName(nametype.KRB_NT_SRV_INST, spn)
 	_, rep, err := l.cl.TGSREQGenerateAndExchange(pn, l.realm, l.tgt, l.tgtKey, false)
 	if err != nil {
 		l.lastErr = fmt.Errorf("gssapi: service ticket for %s (as %s): %w", id, l.o.Principal, err)
-		return messages.Ticket{}, types.EncryptionKey{}, l.lastErr
+		return l.lastErr
 	}
 	t := serviceTicket{tkt: rep.Ticket, key: rep.DecryptedEncPart.Key, start: rep.DecryptedEncPart.AuthTime,
 		end: rep.DecryptedEncPart.EndTime}
@@ -160,7 +174,7 @@ func (l *Login) ServiceTicket(spn, realm string) (messages.Ticket, types.Encrypt
 		t.start = rep.DecryptedEncPart.StartTime
 	}
 	l.tickets[id] = t
-	return t.tkt, t.key, nil
+	return nil
 }
 
 // credentials returns the client's name and realm for authenticators.
@@ -210,4 +224,103 @@ func (l *Login) LastError() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lastErr
+}
+
+// StartRenewal renews the credentials in the background until stop is
+// called: when the TGT, or a service ticket in the cache, enters the last
+// part of its life (RenewBefore, else its last fifth) the login is renewed
+// by a new keytab login and the service tickets in use are fetched again,
+// so a new session finds fresh tickets and never waits on the KDC at the
+// moment they expire. Before the first login nothing is held and nothing
+// is renewed. A failed renewal is retried (after a quarter of the time
+// left, between 1 s and 30 s); the lazy renewal of ServiceTicket stays as a
+// fallback.
+func (l *Login) StartRenewal() (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			wait := l.renewDue()
+			var t *time.Timer
+			var tc <-chan time.Time
+			if wait >= 0 {
+				t = time.NewTimer(wait)
+				tc = t.C
+			}
+			select {
+			case <-quit:
+			case <-l.kick:
+			case <-tc:
+			}
+			if t != nil {
+				t.Stop()
+			}
+			select {
+			case <-quit:
+				return
+			default:
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(quit); <-done }) }
+}
+
+// renewDue renews what is due now and returns the wait until the next
+// renewal (-1: nothing held, wait for a login).
+func (l *Login) renewDue() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cl == nil {
+		return -1
+	}
+	now := l.o.Now()
+	if l.low(l.tgtStart, l.tgtEnd, now) {
+		spns := make([]string, 0, len(l.tickets))
+		for id := range l.tickets {
+			spns = append(spns, id)
+		}
+		if err := l.loginLocked(); err != nil {
+			return retryWait(l.tgtEnd.Sub(now))
+		}
+		// drain the kick of this login: the loop is already looking
+		select {
+		case <-l.kick:
+		default:
+		}
+		for _, id := range spns {
+			spn, realm, _ := strings.Cut(id, "@")
+			if err := l.fetchLocked(id, spn, realm); err != nil {
+				return retryWait(l.tgtEnd.Sub(now))
+			}
+		}
+	}
+	for id, t := range l.tickets {
+		if l.low(t.start, t.end, now) {
+			spn, realm, _ := strings.Cut(id, "@")
+			if err := l.fetchLocked(id, spn, realm); err != nil {
+				return retryWait(t.end.Sub(now))
+			}
+		}
+	}
+	next := l.renewAt(l.tgtStart, l.tgtEnd)
+	for _, t := range l.tickets {
+		if at := l.renewAt(t.start, t.end); at.Before(next) {
+			next = at
+		}
+	}
+	return max(next.Sub(now), 10*time.Millisecond)
+}
+
+// renewAt is when a ticket valid from start to end enters its renew window.
+func (l *Login) renewAt(start, end time.Time) time.Time {
+	margin := l.o.RenewBefore
+	if margin <= 0 {
+		margin = end.Sub(start) / 5
+	}
+	return end.Add(-margin)
+}
+
+func retryWait(left time.Duration) time.Duration {
+	return min(max(left/4, time.Second), 30*time.Second)
 }

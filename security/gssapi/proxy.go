@@ -54,8 +54,12 @@ type FrontDoorOptions struct {
 	HandshakeTimeout time.Duration
 	MaxToken         int
 	MaxFrame         int
-	// MaxClockSkew of ticket checks (DefaultMaxClockSkew).
+	// MaxClockSkew of ticket checks; 0: krb5.conf's libdefaults clockskew
+	// (300 s when unset), as MIT's and Java's acceptors use it.
 	MaxClockSkew time.Duration
+	// Replay is the process's replay caches, shared by every listener's
+	// front door (NewReplayCaches); nil: this front door's own.
+	Replay *ReplayCaches
 }
 
 // FrontDoor is a Kerberos SASL front door: the negotiation, the GSSAPI
@@ -105,7 +109,11 @@ func NewFrontDoor(o FrontDoorOptions) (*FrontDoor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("security.front-door-conf.%w", err)
 	}
-	acc, err := NewAcceptor(AcceptorOptions{Principal: principal, Keytab: kt, QOPs: qops, MaxClockSkew: o.MaxClockSkew,
+	skew := o.MaxClockSkew
+	if skew <= 0 {
+		skew = cfg.LibDefaults.Clockskew // gokrb5 defaults it to 300 s
+	}
+	acc, err := NewAcceptor(AcceptorOptions{Principal: principal, Keytab: kt, QOPs: qops, MaxClockSkew: skew, Replay: o.Replay,
 		Authorize: func(p string) error { _, err := mapper.ShortName(p); return err }})
 	if err != nil {
 		return nil, err

@@ -2,6 +2,8 @@ package kerberos
 
 import (
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,8 +14,8 @@ import (
 	"github.com/hms-proxy/hms-proxy/testbed"
 )
 
-// tokenReplica is a Kerberized proxy in front of the plain metastore that keeps delegation tokens in a shared
-// ZooKeeper; hs2 may act for alice (not bob) from anywhere.
+// tokenReplica is a Kerberized, impersonating proxy in front of the plain metastore that keeps delegation tokens
+// in a shared ZooKeeper; hs2 may act for alice (not bob) from anywhere.
 func tokenReplica(t *testing.T, zk *testbed.ZooKeeper, znode string, renew time.Duration) *proxytest.Proxy {
 	const dt = "security.front-door-conf.hive.cluster.delegation."
 	return proxytest.Start(t, map[string]string{
@@ -33,7 +35,28 @@ func tokenReplica(t *testing.T, zk *testbed.ZooKeeper, znode string, renew time.
 		"catalogs":                                  "catalog1",
 		"routing.default-catalog":                   "catalog1",
 		"catalog.catalog1.conf.hive.metastore.uris": plain.URI,
+		"security.impersonation-enabled":            "true",
 	})
+}
+
+// plainAliceCalls counts the plain metastore's audit lines of calls as alice; last is the last audit line.
+func plainAliceCalls(t *testing.T) (n int, last string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(plain.Dir, "metastore.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		i := strings.Index(line, "ugi=")
+		if !strings.Contains(line, "audit") || i < 0 {
+			continue
+		}
+		last = line
+		if f := strings.Fields(line[i+4:]); len(f) > 0 && f[0] == "alice" {
+			n++
+		}
+	}
+	return n, last
 }
 
 // tokenOp runs the driver's token scenario; it fails t unless the outcome is the expected one.
@@ -45,9 +68,10 @@ func tokenOp(t *testing.T, uri string, user, keytab string, args ...string) stri
 }
 
 // A client obtains a delegation token through replica A and uses it on replica B over DIGEST-MD5 (the real
-// HiveMetaStoreClient, as Spark executors and HiveServer2 sessions do); renewal extends it; cancellation makes it
-// fail on both replicas; an expired, a forged and a cancelled token are refused; a service may obtain tokens only
-// for the users the proxy-user rules allow.
+// HiveMetaStoreClient, as Spark executors and HiveServer2 sessions do); renewal extends it (a renewed token works
+// after its first expiry); cancellation makes it fail on both replicas; an expired, a forged and a cancelled token
+// are refused; a service may obtain tokens only for the users the proxy-user rules allow, and the token it obtained
+// for alice through A works on B, whose backend sees alice.
 func TestDelegationTokensAcrossReplicas(t *testing.T) {
 	zk := testbed.StartZooKeeperT(t)
 	znode := "/" + uniq("hmsproxy_tokens")
@@ -102,6 +126,16 @@ func TestDelegationTokensAcrossReplicas(t *testing.T) {
 	if err != nil || aid.Owner != "alice" || aid.RealUser != kdc.Principal("hs2/localhost") {
 		t.Fatalf("hs2's token for alice: %v %v", aid, err)
 	}
+	// the token hs2 obtained through A works on B over DIGEST-MD5 (the real Java client, as an HS2 session's
+	// tasks use it), and the backend sees alice
+	before, _ := plainAliceCalls(t)
+	tokenOp(t, ub, "hs2/localhost", hs2KT, "--op", "use", "--token", forAlice)
+	if after, last := plainAliceCalls(t); after <= before {
+		t.Fatalf("hs2's token for alice used on replica B: the metastore shows no new call as alice (%d, then %d; last audit line %q)", before, after, last)
+	}
+	if users, _ := b.Router.ImpersonationUsers("catalog1"); !slices.Contains(users, "alice") {
+		t.Fatalf("replica B's impersonation pools after hs2's token for alice: %v", users)
+	}
 	k := javaClient(testbed.Hive313, "hs2/localhost", hs2KT, "privacy")
 	steps, err := testbed.RunScenario(testbed.Hive313, ua, "token", append([]string{"--op", "get", "--owner", "bob", "--renewer", "hs2"}, k.Args()...)...)
 	if err == nil {
@@ -114,10 +148,27 @@ func TestDelegationTokensAcrossReplicas(t *testing.T) {
 		}
 	}
 
-	// a token past its renew date is refused
+	// renewal extends: a token renewed (on A) before its renew date works on B after it; a token not renewed is
+	// refused there after its renew date
+	ext := tokenOp(t, ua, "alice", aliceKT, "--op", "get", "--owner", "alice", "--renewer", "alice")
 	short := tokenOp(t, ua, "alice", aliceKT, "--op", "get", "--owner", "alice", "--renewer", "alice")
+	et, _ := tokens.DecodeToken(ext)
+	eid, _ := tokens.DecodeIdentifier(et.Identifier)
 	st, _ := tokens.DecodeToken(short)
 	sid, _ := tokens.DecodeIdentifier(st.Identifier)
+	issued := time.UnixMilli(eid.IssueDate)
+	time.Sleep(time.Until(issued.Add(renew * 3 / 4)))
+	renewedTo := tokenOp(t, ua, "alice", aliceKT, "--op", "renew", "--token", ext)
+	newExp, err := strconv.ParseInt(strings.TrimPrefix(renewedTo, "expiry="), 10, 64)
+	if err != nil {
+		t.Fatalf("renew answered %q", renewedTo)
+	}
+	time.Sleep(time.Until(issued.Add(renew + time.Second)))
+	tokenOp(t, ub, "alice", aliceKT, "--op", "use", "--token", ext)
+	if done := time.Now(); !done.After(issued.Add(renew)) || !done.Before(time.UnixMilli(newExp)) {
+		t.Fatalf("the renewed token was used at %v, not between its first expiry %v and its renewed one %v",
+			done, issued.Add(renew), time.UnixMilli(newExp))
+	}
 	time.Sleep(time.Until(time.UnixMilli(sid.IssueDate).Add(renew + time.Second)))
 	tokenOp(t, ub, "alice", aliceKT, "--op", "use", "--expect-fail", "--token", short)
 }
