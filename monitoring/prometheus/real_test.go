@@ -22,13 +22,14 @@ import (
 	"github.com/hms-proxy/hms-proxy/testbed"
 )
 
-// notExportedYet lists the metrics rules use that the proxy of this build
-// cannot put in /metrics: their producers exist but are not wired in. Each
-// entry must stay absent from the scrape (a metric that appears fails the
-// test until its entry is removed), and each names where the metric is
-// defined, so the name is not a typo of the rule.
+// notExportedYet lists the metrics rules use that the proxy of this test
+// does not put in /metrics, with the reason. Each entry must stay absent
+// from the scrape (a metric that appears fails the test until its entry is
+// removed), and each names where the metric is defined, so the name is not
+// a typo of the rule.
 var notExportedYet = map[string]string{
-	locks.MetricStoreFailures: "defined by locks.NewMetrics; the router does not use the synthetic lock shim yet",
+	locks.MetricStoreFailures: "defined by locks.NewMetrics, a counter with series per failure: this proxy's IN_MEMORY lock store cannot fail " +
+		"(router/e2e TestLockStoreOutage makes a ZooKeeper store fail; alerts_test.yml tests the rule)",
 }
 
 // backendMode is how a switchable backend address behaves.
