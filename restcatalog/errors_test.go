@@ -14,7 +14,7 @@ import (
 // produce the real ones: a killed metastore, the access mode.)
 func TestRouterMessagesMapToRESTStatus(t *testing.T) {
 	for msg, want := range map[string]int{
-		"hms-proxy: catalog c2 backend failed for get_database: catalog c2: cannot connect to any metastore URI (thrift://h:1): refused": http.StatusServiceUnavailable,
+		"hms-proxy: catalog c2 backend failed for get_database: cannot connect to any metastore URI (thrift://h:1): refused": http.StatusServiceUnavailable,
 		"get_databases: catalog c2: catalog c2: cannot connect to any metastore URI (thrift://h:1): refused":                             http.StatusServiceUnavailable,
 		fmt.Sprintf("hms-proxy: catalog c2 backend failed for get_table: %v", router.ErrPoolExhausted):                                   http.StatusServiceUnavailable,
 		fmt.Sprintf("hms-proxy: catalog c2 backend failed for get_table: %v", router.ErrBudgetExceeded):                                  http.StatusServiceUnavailable,

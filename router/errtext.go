@@ -124,3 +124,14 @@ func (r *Router) errTextPatches(x *Exchange, body []byte, patches []wire.Patch) 
 		}
 	}
 }
+
+// failureText is a backend error's text for a message that names catalog
+// cat already: the "catalog <cat>: " the pool and the fan-out put in front
+// is dropped, so the client reads the catalog once.
+func failureText(err error, cat string) string {
+	s := err.Error()
+	for p := "catalog " + cat + ": "; strings.HasPrefix(s, p); {
+		s = s[len(p):]
+	}
+	return s
+}

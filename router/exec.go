@@ -346,7 +346,7 @@ func (r *Router) backendFailed(req *request, cat *Catalog, err error) {
 	}
 	r.logs.backendFailure(req.msg.Name, cat.Name, exc, err)
 	r.declaredException(req, req.plan.Spec.MetaExcField,
-		fmt.Sprintf("hms-proxy: catalog %s backend failed for %s: %v", cat.Name, req.msg.Name, err))
+		fmt.Sprintf("hms-proxy: catalog %s backend failed for %s: %s", cat.Name, req.msg.Name, failureText(err, cat.Name)))
 }
 
 // fallbackEmpty answers the empty compatibility response and counts it.

@@ -245,7 +245,7 @@ func (r *Router) fanOutFailed(req *request, err error) {
 			r.metrics.BackendFailure(be.cat.Name, exc)
 		}
 		r.logs.backendFailure(m.Name, be.cat.Name, exc, be.err)
-		msg = fmt.Sprintf("%s: catalog %s failed: %v", m.Name, be.cat.Name, be.err)
+		msg = fmt.Sprintf("%s: catalog %s failed: %s", m.Name, be.cat.Name, failureText(be.err, be.cat.Name))
 		if len(req.plan.Legs) > 1 {
 			msg += " (the call asks every catalog; routing.degraded-routing-policy=SAFE_FANOUT_READS would leave a failing catalog out)"
 		}
