@@ -103,9 +103,11 @@ var (
 	// unavailableMarkers: the router could not reach or use the catalog's
 	// backend: a failed call ("catalog c backend failed for m"), a
 	// connection that could not be opened (also inside a fan-out's
-	// refusal), a pool without a free session, the latency budget spent.
+	// refusal), a pool without a free session, the latency budget spent, a
+	// circuit breaker failing calls fast (router/breaker.OpenError).
 	unavailableMarkers = []string{" backend failed for ", "cannot connect to any metastore URI",
-		router.ErrPoolExhausted.Error(), router.ErrBudgetExceeded.Error(), router.ErrBadReply.Error(), "timed out"}
+		router.ErrPoolExhausted.Error(), router.ErrBudgetExceeded.Error(), router.ErrBadReply.Error(), "timed out",
+		"circuit breaker OPEN", "circuit breaker HALF_OPEN"}
 	// forbiddenMarkers: a policy of the proxy refused the call (access
 	// modes, write whitelists, refused RPCs).
 	forbiddenMarkers = []string{"is READ_ONLY (catalog.", "write-db-whitelist", "is refused by hms-proxy", "is not forwarded by hms-proxy"}

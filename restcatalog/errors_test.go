@@ -14,12 +14,13 @@ import (
 // produce the real ones: a killed metastore, the access mode.)
 func TestRouterMessagesMapToRESTStatus(t *testing.T) {
 	for msg, want := range map[string]int{
-		"hms-proxy: catalog c2 backend failed for get_database: cannot connect to any metastore URI (thrift://h:1): refused":  http.StatusServiceUnavailable,
-		"get_databases: catalog c2: catalog c2: cannot connect to any metastore URI (thrift://h:1): refused":                  http.StatusServiceUnavailable,
-		fmt.Sprintf("hms-proxy: catalog c2 backend failed for get_table: %v", router.ErrPoolExhausted):                        http.StatusServiceUnavailable,
-		fmt.Sprintf("hms-proxy: catalog c2 backend failed for get_table: %v", router.ErrBudgetExceeded):                       http.StatusServiceUnavailable,
-		"catalog c2 is READ_ONLY (catalog.c2.access-mode): create_database is a write":                                        http.StatusForbidden,
-		"The table has been modified. The parameter value for key 'metadata_location' is 'a'. The expected was value was 'b'": http.StatusConflict,
+		"get_all_databases: catalog c2 failed: circuit breaker OPEN after 5 consecutive failures (last error: refused); calls fail fast until 12:00:01 (in 9s)": http.StatusServiceUnavailable,
+		"hms-proxy: catalog c2 backend failed for get_database: cannot connect to any metastore URI (thrift://h:1): refused":                                    http.StatusServiceUnavailable,
+		"get_databases: catalog c2: catalog c2: cannot connect to any metastore URI (thrift://h:1): refused":                                                    http.StatusServiceUnavailable,
+		fmt.Sprintf("hms-proxy: catalog c2 backend failed for get_table: %v", router.ErrPoolExhausted):                                                          http.StatusServiceUnavailable,
+		fmt.Sprintf("hms-proxy: catalog c2 backend failed for get_table: %v", router.ErrBudgetExceeded):                                                         http.StatusServiceUnavailable,
+		"catalog c2 is READ_ONLY (catalog.c2.access-mode): create_database is a write":                                                                          http.StatusForbidden,
+		"The table has been modified. The parameter value for key 'metadata_location' is 'a'. The expected was value was 'b'":                                   http.StatusConflict,
 		"some other metastore failure": http.StatusInternalServerError,
 	} {
 		e := metastoreError(&thriftgen.MetaException{Message: msg}, "table n.t", nil)
