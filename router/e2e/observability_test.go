@@ -1079,3 +1079,51 @@ func obsTail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Issue 10 A9 on the real router: /readyz reports only what it computes
+// (circuitState is the breaker's state, DISABLED without one, never a
+// CLOSED nothing computes; runtimeProfile is the catalog's), and per-catalog failure and acquire
+// timeout series are exported at zero before the first call, so alerts and
+// dashboards see them from the start.
+func TestReadyzAndZeroSeriesAreComputedNotHardCoded(t *testing.T) {
+	needHive(t)
+	for _, withBreaker := range []bool{false, true} {
+		t.Run(fmt.Sprintf("breaker=%v", withBreaker), func(t *testing.T) {
+			props := twoCatalogs("catalog.catalog2.runtime-profile=APACHE_3_1_3")
+			if withBreaker {
+				props["routing.circuit-breaker.enabled"] = "true"
+			}
+			p := proxytest.Start(t, props)
+			for _, cat := range []string{"catalog1", "catalog2"} {
+				for _, e := range []string{"TTransportException", "PoolExhausted", "BadReply", "BudgetExceeded"} {
+					if !p.HasSeries(t, "hms_proxy_backend_failures_total", "backend", cat, "exception", e) {
+						t.Errorf("no zero series hms_proxy_backend_failures_total{backend=%q,exception=%q} before the first call", cat, e)
+					}
+				}
+				if !p.HasSeries(t, "hms_proxy_backend_session_acquire_timeouts_total", "catalog", cat) {
+					t.Errorf("no zero series of session acquire timeouts for %s before the first call", cat)
+				}
+			}
+			r := obsReady(t, p)
+			var raw struct {
+				Backends map[string]map[string]any `json:"backends"`
+			}
+			if err := json.Unmarshal([]byte(r.raw), &raw); err != nil {
+				t.Fatal(err)
+			}
+			for _, cat := range []string{"catalog1", "catalog2"} {
+				b := raw.Backends[cat]
+				if b["runtimeProfile"] != "APACHE_3_1_3" {
+					t.Errorf("%s: runtimeProfile %v", cat, b["runtimeProfile"])
+				}
+				_, hasDegraded := b["degraded"]
+				if withBreaker && (b["circuitState"] != "CLOSED" || !hasDegraded) {
+					t.Errorf("%s with a breaker: circuitState %v, degraded present %v; want CLOSED and present", cat, b["circuitState"], hasDegraded)
+				}
+				if !withBreaker && b["circuitState"] != "DISABLED" {
+					t.Errorf("%s without a breaker reports circuitState %v, want DISABLED (no breaker computes CLOSED or OPEN)", cat, b["circuitState"])
+				}
+			}
+		})
+	}
+}

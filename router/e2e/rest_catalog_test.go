@@ -378,32 +378,9 @@ func TestRESTAccessModeAndExposure(t *testing.T) {
 	if n := p.Metric(t, "hms_proxy_requests_total", "method", "get_databases", "catalog", "catalog2"); n < 1 {
 		t.Fatalf("hms_proxy_requests_total{method=get_databases,catalog=catalog2} = %v", n)
 	}
-	if !hasSeries(t, p.Proxy, "hms_proxy_frontend_inflight_calls", "frontend", "rest") {
+	if !p.Proxy.HasSeries(t, "hms_proxy_frontend_inflight_calls", "frontend", "rest") {
 		t.Fatal("no hms_proxy_frontend_inflight_calls series for listener rest")
 	}
-}
-
-// hasSeries reports whether the registry has a series of name with the
-// label value (a gauge that is back at 0 still shows it was used).
-func hasSeries(t *testing.T, p *proxytest.Proxy, name, label, value string) bool {
-	t.Helper()
-	families, err := p.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 // A catalog whose metastore is down answers 503 ServiceUnavailableException

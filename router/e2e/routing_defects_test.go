@@ -13,6 +13,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Issue 10, part A: defects found with real clients, each against real
@@ -229,5 +230,19 @@ func TestRefusalsOfRPCsWithoutMetaExceptionAreApplicationExceptions(t *testing.T
 	// The connection still serves.
 	if _, err := c.GetAllDatabases(ctx(t)); err != nil {
 		t.Fatal(err)
+	}
+	// The reverse (A7): fb303's shutdown, which HiveServer2 sends as it
+	// closes each client, is expected and answered locally: no WARN line,
+	// and the connection goes on serving.
+	a := dialRaw(t, p.URI("primary"))
+	for i := int32(0); i < 5; i++ {
+		a.send(wire.AppendMessage(nil, wire.Header{Name: "shutdown", Type: wire.Oneway, SeqID: i}, &wire.Value{Type: wire.TStruct}))
+	}
+	a.send(callBytes("get_all_databases", 9, wire.Struct()))
+	if m, err := a.recv(); err != nil || m.Type != wire.Reply || m.SeqID != 9 {
+		t.Fatalf("after five oneway shutdowns: %+v %v, want the reply to get_all_databases", m, err)
+	}
+	if l := p.LogLines("level=WARN", "shutdown"); len(l) != 0 {
+		t.Fatalf("fb303 shutdown logged at WARN: %q", l)
 	}
 }

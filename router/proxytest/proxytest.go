@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/hms-proxy/hms-proxy/app"
 	"github.com/hms-proxy/hms-proxy/configs"
 )
@@ -165,11 +167,35 @@ next:
 // given pair, read from the proxy's registry as a scrape would.
 func (p *Proxy) Metric(t testing.TB, name string, labels ...string) float64 {
 	t.Helper()
+	var sum float64
+	for _, m := range p.series(t, name, labels) {
+		switch {
+		case m.Counter != nil:
+			sum += m.Counter.GetValue()
+		case m.Gauge != nil:
+			sum += m.Gauge.GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.Histogram.GetSampleCount())
+		}
+	}
+	return sum
+}
+
+// HasSeries reports whether the registry has a series of the family whose
+// labels include every given pair, whatever its value (a counter exported at
+// zero, a gauge back at 0).
+func (p *Proxy) HasSeries(t testing.TB, name string, labels ...string) bool {
+	t.Helper()
+	return len(p.series(t, name, labels)) > 0
+}
+
+func (p *Proxy) series(t testing.TB, name string, labels []string) []*dto.Metric {
+	t.Helper()
 	families, err := p.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum float64
+	var out []*dto.Metric
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
@@ -185,15 +211,8 @@ func (p *Proxy) Metric(t testing.TB, name string, labels ...string) float64 {
 					continue next
 				}
 			}
-			switch {
-			case m.Counter != nil:
-				sum += m.Counter.GetValue()
-			case m.Gauge != nil:
-				sum += m.Gauge.GetValue()
-			case m.Histogram != nil:
-				sum += float64(m.Histogram.GetSampleCount())
-			}
+			out = append(out, m)
 		}
 	}
-	return sum
+	return out
 }
