@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,7 +35,7 @@ type App struct {
 	Log       *slog.Logger
 	Registry  *prometheus.Registry
 	Metrics   *monitoring.Metrics
-	Router    *router.Router
+	Router    *router.Router // the router Build made; Current() follows reloads
 	Listeners []*frontdoor.Listener // primary first
 	Names     []string              // listener names, parallel to Listeners
 	Mgmt      *monitoring.Management
@@ -47,6 +49,30 @@ type App struct {
 	restOptions restcatalog.ServerOptions
 	closers     []io.Closer
 	purge       *purge.Purger // external table drop purge; nil when off
+
+	// LogLevel, when set (cmd/hms-proxy), is the main log's level; a reload
+	// changes it to logging.level.
+	LogLevel *slog.LevelVar
+
+	// reload (reload.go): the listeners' handler, the parts every router
+	// generation shares, the file and properties in force.
+	sw            routerSwitch
+	rmu           sync.Mutex
+	path          string
+	props         map[string]string
+	reloadMetrics *reloadMetrics
+	retired       sync.WaitGroup // old routers waiting for their last call
+	shared        routerParts
+	draining      atomic.Bool
+}
+
+// routerParts are what each router generation is built with besides the
+// configuration: built once, shared by every reload.
+type routerParts struct {
+	audit         *audit.Logger
+	tables        tableMetrics
+	purgePrefixes map[string]bool
+	lockMetrics   *locks.Metrics
 }
 
 // TestHooks change what Build assembles in ways no configuration key may:
@@ -81,37 +107,32 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 		return nil, err
 	}
 	a.Metrics = monitoring.NewMetrics(a.Registry, table.Names())
-	var tracer router.Tracer // logging.debug-tracing; nil keeps tracing free when off
-	if cfg.Logging.DebugTracing {
-		tracer = router.NewTracer(log)
-	}
-	tables, err := tablePolicies(cfg, a.Registry, log)
+	a.shared = routerParts{audit: auditLog, tables: newTableMetrics(a.Registry)}
+	tables, err := tablePolicies(cfg, a.shared.tables, log, true)
 	if err != nil {
 		a.closeFiles()
 		return nil, err
 	}
-	a.purge = tables.Purge
+	a.purge, a.shared.purgePrefixes = tables.Purge, tables.PurgePrefixes
 	if a.Security, err = buildSecurity(cfg, a.Registry, log); err != nil {
 		a.closePurge()
 		a.closeFiles()
 		return nil, err
 	}
-	lockMetrics, err := a.buildLockShim(hooks)
-	if err != nil {
+	if a.shared.lockMetrics, err = a.buildLockShim(hooks); err != nil {
 		a.closePurge()
 		a.Security.Close()
 		a.closeFiles()
 		return nil, err
 	}
-	ropts := router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer, Tables: tables,
-		Locks: a.Locks, LockMetrics: lockMetrics}
-	a.Security.routerOptions(&ropts)
-	if a.Router, err = router.New(ropts); err != nil {
+	a.reloadMetrics = newReloadMetrics(a.Registry)
+	if a.Router, err = a.newRouter(cfg, tables); err != nil {
 		a.closePurge()
 		a.Security.Close()
 		a.closeFiles()
 		return nil, err
 	}
+	a.sw.cur.Store(newGeneration(a.Router, cfg))
 	// Messages in progress over all listeners hold at most twice the largest
 	// message size beyond their base buffers: a storm of huge declared
 	// messages cannot take the process's memory.
@@ -151,7 +172,7 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 			KeepAliveInterval: fc.TCPKeepAliveInterval, KeepAliveCount: fc.TCPKeepAliveCount,
 			Framed: fc.FramedTransport, MaxMessage: int(fc.MaxMessageSize), Strict: strict, Budget: budget,
 			Auth: a.Security.authenticator(name)},
-			&router.Frontend{Name: name, Profile: prof, Runtime: runtime, Dialect: dialect}, a.Router, log,
+			&router.Frontend{Name: name, Profile: prof, Runtime: runtime, Dialect: dialect}, &a.sw, log,
 			frontdoor.Hooks{
 				BadInput: func(reason string) { m.BadFrame(name, reason) },
 				Refused:  func(reason string) { m.FrontendRefused(name, reason) },
@@ -175,9 +196,32 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 	if cfg.Management.Enabled {
 		a.Mgmt = monitoring.NewManagement(monitoring.ManagementConfig{BindHost: cfg.Management.BindHost,
 			Port: cfg.Management.Port, Threads: cfg.Management.Threads,
-			ReadinessCache: cfg.Management.ReadinessCache}, a.Registry, newReadiness(a.Router, a.Security), log)
+			ReadinessCache: cfg.Management.ReadinessCache, Reload: a.managementReload()}, a.Registry, newReadiness(a.Current, a.Security), log)
 	}
 	return a, nil
+}
+
+// newRouter builds a router generation from cfg over the shared parts.
+func (a *App) newRouter(cfg *configs.Config, tables router.TablePolicies) (*router.Router, error) {
+	var tracer router.Tracer // logging.debug-tracing; nil keeps tracing free when off
+	if cfg.Logging.DebugTracing {
+		tracer = router.NewTracer(a.Log)
+	}
+	ropts := router.Options{Config: cfg, Metrics: a.Metrics, Audit: a.shared.audit, Log: a.Log, Tracer: tracer, Tables: tables,
+		Locks: a.Locks, LockMetrics: a.shared.lockMetrics}
+	a.Security.routerOptions(&ropts)
+	return router.New(ropts)
+}
+
+// buildRouter builds the router of a reload: the table policies again (the
+// purge pool is the one built at start).
+func (a *App) buildRouter(cfg *configs.Config) (*router.Router, error) {
+	tables, err := tablePolicies(cfg, a.shared.tables, a.Log, false)
+	if err != nil {
+		return nil, err
+	}
+	tables.Purge, tables.PurgePrefixes = a.purge, a.shared.purgePrefixes
+	return a.newRouter(cfg, tables)
 }
 
 // Start binds every listener; on any failure it stops what it started.
@@ -223,6 +267,12 @@ func (a *App) Listener(name string) *frontdoor.Listener {
 // calls, then management, then backend sessions and files. It returns an
 // error when ctx ended first.
 func (a *App) Shutdown(ctx context.Context) error {
+	// Readiness fails first, so a balancer health-checking /readyz stops
+	// sending new connections while the calls in flight finish.
+	a.draining.Store(true)
+	if a.Mgmt != nil {
+		a.Mgmt.SetDraining("shutting down: draining the calls in flight")
+	}
 	var errs []error
 	if a.REST != nil {
 		if err := a.REST.Shutdown(ctx); err != nil {
@@ -251,7 +301,16 @@ func (a *App) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	a.Router.Close()
+	a.Current().Close()
+	// Every listener is closed: the routers replaced by reloads close when
+	// their last call has finished.
+	done := make(chan struct{})
+	go func() { a.retired.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("routers replaced by a reload still had calls in flight: %w", ctx.Err()))
+	}
 	a.Security.Close()
 	a.closeFiles()
 	return errors.Join(errs...)
