@@ -35,7 +35,7 @@ type App struct {
 	Log       *slog.Logger
 	Registry  *prometheus.Registry
 	Metrics   *monitoring.Metrics
-	Router    *router.Router // the router Build made; Current() follows reloads
+	Router    *router.Router        // the router Build made; Current() follows reloads
 	Listeners []*frontdoor.Listener // primary first
 	Names     []string              // listener names, parallel to Listeners
 	Mgmt      *monitoring.Management

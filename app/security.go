@@ -494,7 +494,9 @@ func newReadiness(cur func() *router.Router, s *Security) readiness {
 
 func (r readiness) BackendStates() []monitoring.BackendState { return r.cur().BackendStates() }
 
-func (r readiness) LockStoreStatus() (monitoring.LockStoreStatus, bool) { return r.cur().LockStoreStatus() }
+func (r readiness) LockStoreStatus() (monitoring.LockStoreStatus, bool) {
+	return r.cur().LockStoreStatus()
+}
 
 func (r readiness) ProbeBackends(ctx context.Context) {
 	r.cur().ProbeBackends(ctx)
