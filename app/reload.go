@@ -334,6 +334,11 @@ func (a *App) reload(ctx context.Context, cfg *configs.Config, props map[string]
 		defer a.retired.Done()
 		<-old.idle
 		old.r.Close()
+		for _, c := range old.cfg.Catalogs {
+			if next.Catalog(c.Name) == nil {
+				a.Metrics.BackendSessionsOf(c.Name)(0, 0) // its pool is closed: no sessions left
+			}
+		}
 		a.Log.Debug("the router of the previous configuration is closed (its last call finished)")
 	}()
 	return out, nil

@@ -105,10 +105,15 @@ func StartWith(t testing.TB, props map[string]string, hooks app.TestHooks) *Prox
 	if os.Getenv("HMS_PROXY_TEST_QUIET") != "" {
 		w = io.Discard
 	}
-	a, err := app.BuildWith(cfg, slog.New(slog.NewTextHandler(w, nil)), hooks)
+	level := new(slog.LevelVar) // logging.level, changed by a reload
+	if err := level.UnmarshalText([]byte(cfg.Logging.Level)); err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.BuildWith(cfg, slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), hooks)
 	if err != nil {
 		t.Fatalf("proxy build: %v", err)
 	}
+	a.LogLevel = level
 	file := t.TempDir() + "/hms-proxy.properties"
 	WriteConfig(t, file, props)
 	a.SetSource(file, props)
