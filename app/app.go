@@ -23,6 +23,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/restcatalog"
 	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/router/cachesync"
 	"github.com/hms-proxy/hms-proxy/router/frontdoor"
 	"github.com/hms-proxy/hms-proxy/router/purge"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
@@ -43,6 +44,7 @@ type App struct {
 	REST      *restcatalog.Server // the Iceberg REST listener, nil when rest-catalog is off
 	Security  *Security           // Kerberos, tokens, impersonation (security.go)
 	Locks     *locks.Shim         // the synthetic lock shim; nil with one catalog
+	CacheSync *cachesync.Sync     // database cache coherence across replicas; nil when off
 
 	restInner   *frontdoor.Listener // in-process Thrift connections of REST requests
 	restHandler *restcatalog.Handler
@@ -126,6 +128,12 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 		return nil, err
 	}
 	a.reloadMetrics = newReloadMetrics(a.Registry)
+	if err = a.buildCacheSync(); err != nil {
+		a.closePurge()
+		a.Security.Close()
+		a.closeFiles()
+		return nil, err
+	}
 	if a.Router, err = a.newRouter(cfg, tables); err != nil {
 		a.closePurge()
 		a.Security.Close()
@@ -209,6 +217,12 @@ func (a *App) newRouter(cfg *configs.Config, tables router.TablePolicies) (*rout
 	}
 	ropts := router.Options{Config: cfg, Metrics: a.Metrics, Audit: a.shared.audit, Log: a.Log, Tracer: tracer, Tables: tables,
 		Locks: a.Locks, LockMetrics: a.shared.lockMetrics}
+	if mw := a.cacheSyncMiddleware(); mw != nil {
+		ropts.Inner = append(ropts.Inner, mw)
+		for _, c := range cfg.Catalogs {
+			a.CacheSync.Watch(c.Name) // a catalog added by a reload
+		}
+	}
 	a.Security.routerOptions(&ropts)
 	return router.New(ropts)
 }

@@ -30,6 +30,7 @@ func featureTable() []*feature {
 		withStatus(databaseListCacheFeature(), StatusRefused),
 		withStatus(databaseMetadataCacheFeature(), StatusRefused),
 		withStatus(databaseCacheRefreshFeature(), StatusRefused),
+		withStatus(cacheCoherenceFeature(), StatusImplemented),
 		withStatus(refreshPrivilegesFeature(), StatusRefused),
 		withStatus(viewRewriteFeature(), StatusImplemented),
 		withStatus(transactionalDDLGuardFeature(), StatusImplemented),
