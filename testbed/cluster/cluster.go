@@ -52,6 +52,8 @@ type Options struct {
 	// Props are added to every replica's configuration (Kerberos, tokens,
 	// caches, ...); a value "" removes a key the cluster would set.
 	Props map[string]string
+	// Port is the main frontend's port (0: a free one).
+	Port int
 	// Balancers are extra HAProxy frontends over the first n replicas, one
 	// per entry (the benchmark's 1, 2, 3 replicas side by side); the main
 	// frontend always spans every replica.

@@ -89,6 +89,9 @@ func startHAProxy(o Options, replicas []*Replica) (*HAProxy, error) {
 		LogPath: filepath.Join(dir, "haproxy.log"), done: make(chan struct{})}
 	for i := 0; i <= len(o.Balancers); i++ {
 		port, err := testbed.FreePort()
+		if i == 0 && o.Port != 0 {
+			port, err = o.Port, nil
+		}
 		if err != nil {
 			return nil, err
 		}
