@@ -42,8 +42,19 @@ func TestDatabaseWritesThroughOneReplicaInvalidateTheOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ca.DropDatabase(context.Background(), db, true, true) })
-	if n := metric(t, a, cachesync.MetricBumpsTotal, "catalog", "catalog2", "result", "ok"); n != 1 {
-		t.Fatalf("A bumped catalog2's epoch %v times after create_database, want 1", n)
+	// The bump is made (written, or failed within its timeout and queued)
+	// before the client has its answer. A ZooKeeper slower than the bump
+	// timeout (fsync on a loaded machine) leaves it pending: it must then be
+	// written by the retry, never lost.
+	okBumps := metric(t, a, cachesync.MetricBumpsTotal, "catalog", "catalog2", "result", "ok")
+	failedBumps := metric(t, a, cachesync.MetricBumpsTotal, "catalog", "catalog2", "result", "error")
+	switch {
+	case okBumps == 1:
+	case okBumps == 0 && failedBumps > 0:
+		t.Logf("ZooKeeper answered A's bump after its timeout (%v failed attempts); waiting for the retry", failedBumps)
+		waitMetric(t, a, cachesync.MetricBumpsTotal, 1, "catalog", "catalog2", "result", "ok")
+	default:
+		t.Fatalf("A bumped catalog2's epoch %v times (%v failed) before answering create_database, want 1", okBumps, failedBumps)
 	}
 	for _, r := range []*proxytest.Proxy{b, c} {
 		waitMetric(t, r, cachesync.MetricInvalidationsTotal, 1, "catalog", "catalog2", "reason", cachesync.ReasonEpochChanged)
@@ -77,7 +88,7 @@ func TestDatabaseWritesThroughOneReplicaInvalidateTheOthers(t *testing.T) {
 
 func waitMetric(t *testing.T, p *proxytest.Proxy, name string, atLeast float64, labels ...string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for metric(t, p, name, labels...) < atLeast {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s%v stays below %v", name, labels, atLeast)
