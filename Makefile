@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 
-.PHONY: test demo bench generate check build
+.PHONY: test demo demo-ha bench generate check build
 
 ## test: install what the real-Hive test bed needs, then run every test (what .ci/run calls)
 test:
@@ -11,6 +11,10 @@ test:
 ## demo: start two Hive 3.1.3 metastores, one Hive 4.1.0 metastore and the proxy; Ctrl-C stops all
 demo:
 	bash testbed/bin/demo.sh
+
+## demo-ha: two Hive 3.1.3 metastores, ZooKeeper, three proxy replicas behind HAProxy on 127.0.0.1:9083; Ctrl-C stops all
+demo-ha:
+	bash testbed/bin/demo-ha.sh
 
 ## bench: side-by-side benchmark of direct HMS vs hms-proxy (results under bench/results/)
 bench:

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,9 +23,9 @@ import (
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/restcatalog"
 	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/router/cachesync"
 	"github.com/hms-proxy/hms-proxy/router/frontdoor"
 	"github.com/hms-proxy/hms-proxy/router/purge"
-	"github.com/hms-proxy/hms-proxy/security/ratelimit"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -34,22 +36,48 @@ type App struct {
 	Log       *slog.Logger
 	Registry  *prometheus.Registry
 	Metrics   *monitoring.Metrics
-	Router    *router.Router
+	Router    *router.Router        // the router Build made; Current() follows reloads
 	Listeners []*frontdoor.Listener // primary first
 	Names     []string              // listener names, parallel to Listeners
 	Mgmt      *monitoring.Management
-	Budget    *wire.Budget // bytes of client messages in progress, over all listeners
+	Budget    *wire.Budget        // bytes of client messages in progress, over all listeners
+	REST      *restcatalog.Server // the Iceberg REST listener, nil when rest-catalog is off
+	Security  *Security           // Kerberos, tokens, impersonation (security.go)
+	Locks     *locks.Shim         // the synthetic lock shim; nil with one catalog
+	CacheSync *cachesync.Sync     // database cache coherence across replicas; nil when off
 
-	stopReclaim func()              // ends the reclaimer (reclaim.go) and waits for it
-	REST        *restcatalog.Server // the Iceberg REST listener, nil when rest-catalog is off
-	Security    *Security           // Kerberos, tokens, impersonation (security.go)
-	Locks       *locks.Shim         // the synthetic lock shim; nil with one catalog
+	stopReclaim func() // ends the reclaimer (reclaim.go) and waits for it
 
 	restInner   *frontdoor.Listener // in-process Thrift connections of REST requests
 	restHandler *restcatalog.Handler
 	restOptions restcatalog.ServerOptions
 	closers     []io.Closer
 	purge       *purge.Purger // external table drop purge; nil when off
+
+	// LogLevel, when set (cmd/hms-proxy), is the main log's level; a reload
+	// changes it to logging.level.
+	LogLevel *slog.LevelVar
+
+	// reload (reload.go): the listeners' handler, the parts every router
+	// generation shares, the file and properties in force.
+	sw            routerSwitch
+	rmu           sync.Mutex
+	path          string
+	props         map[string]string
+	reloadMetrics *reloadMetrics
+	retired       sync.WaitGroup // old routers waiting for their last call
+	shared        routerParts
+	draining      atomic.Bool
+}
+
+// routerParts are what each router generation is built with besides the
+// configuration: built once, shared by every reload.
+type routerParts struct {
+	audit         *audit.Logger
+	tables        tableMetrics
+	purgePrefixes map[string]bool
+	lockMetrics   *locks.Metrics
+	res           *resilienceMetrics // of every router generation's resilience parts (resilience.go)
 }
 
 // TestHooks change what Build assembles in ways no configuration key may:
@@ -84,32 +112,20 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 		return nil, err
 	}
 	a.Metrics = monitoring.NewMetrics(a.Registry, table.Names())
-	var tracer router.Tracer // logging.debug-tracing; nil keeps tracing free when off
-	if cfg.Logging.DebugTracing {
-		tracer = router.NewTracer(log)
-	}
-	tables, err := tablePolicies(cfg, a.Registry, log)
+	a.shared = routerParts{audit: auditLog, tables: newTableMetrics(a.Registry)}
+	tables, err := tablePolicies(cfg, a.shared.tables, log, true)
 	if err != nil {
 		a.closeFiles()
 		return nil, err
 	}
-	a.purge = tables.Purge
+	a.purge, a.shared.purgePrefixes = tables.Purge, tables.PurgePrefixes
 	if a.Security, err = buildSecurity(cfg, a.Registry, log); err != nil {
 		a.closePurge()
 		a.closeFiles()
 		return nil, err
 	}
-	lockMetrics, err := a.buildLockShim(hooks)
-	ropts := router.Options{Config: cfg, Metrics: a.Metrics, Audit: auditLog, Log: log, Tracer: tracer, Tables: tables,
-		Locks: a.Locks, LockMetrics: lockMetrics}
-	// Latency-aware routing and overload protection (resilience.go); the
-	// rate limit is the first policy of the chain.
-	var limiter *ratelimit.Limiter
-	if err == nil {
-		limiter, err = rateLimiter(cfg, a.Registry)
-	}
-	if err == nil {
-		ropts.Resilience, err = resilience(cfg, a.Registry, log)
+	if a.shared.lockMetrics, err = a.buildLockShim(hooks); err == nil {
+		a.shared.res, err = newResilienceMetrics(a.Registry)
 	}
 	if err != nil {
 		a.closePurge()
@@ -117,14 +133,20 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 		a.closeFiles()
 		return nil, err
 	}
-	ropts.Outer = append([]router.Middleware{router.RateLimit(limiter, a.Metrics)}, ropts.Outer...)
-	a.Security.routerOptions(&ropts)
-	if a.Router, err = router.New(ropts); err != nil {
+	a.reloadMetrics = newReloadMetrics(a.Registry)
+	if err = a.buildCacheSync(); err != nil {
 		a.closePurge()
 		a.Security.Close()
 		a.closeFiles()
 		return nil, err
 	}
+	if a.Router, err = a.newRouter(cfg, tables); err != nil {
+		a.closePurge()
+		a.Security.Close()
+		a.closeFiles()
+		return nil, err
+	}
+	a.sw.cur.Store(newGeneration(a.Router, cfg))
 	// Messages in progress over all listeners hold at most twice the largest
 	// message size beyond their base buffers: a storm of huge declared
 	// messages cannot take the process's memory.
@@ -164,7 +186,7 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 			KeepAliveInterval: fc.TCPKeepAliveInterval, KeepAliveCount: fc.TCPKeepAliveCount,
 			Framed: fc.FramedTransport, MaxMessage: int(fc.MaxMessageSize), Strict: strict, Budget: budget,
 			Auth: a.Security.authenticator(name)},
-			&router.Frontend{Name: name, Profile: prof, Runtime: runtime, Dialect: dialect}, a.Router, log,
+			&router.Frontend{Name: name, Profile: prof, Runtime: runtime, Dialect: dialect}, &a.sw, log,
 			frontdoor.Hooks{
 				BadInput: func(reason string) { m.BadFrame(name, reason) },
 				Refused:  func(reason string) { m.FrontendRefused(name, reason) },
@@ -188,9 +210,63 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 	if cfg.Management.Enabled {
 		a.Mgmt = monitoring.NewManagement(monitoring.ManagementConfig{BindHost: cfg.Management.BindHost,
 			Port: cfg.Management.Port, Threads: cfg.Management.Threads,
-			ReadinessCache: cfg.Management.ReadinessCache}, a.Registry, newReadiness(a.Router, a.Security), log)
+			ReadinessCache: cfg.Management.ReadinessCache, Reload: a.managementReload()}, a.Registry, newReadiness(a.Current, a.Security), log)
 	}
 	return a, nil
+}
+
+// newRouter builds a router generation from cfg over the shared parts.
+func (a *App) newRouter(cfg *configs.Config, tables router.TablePolicies) (*router.Router, error) {
+	var tracer router.Tracer // logging.debug-tracing; nil keeps tracing free when off
+	if cfg.Logging.DebugTracing {
+		tracer = router.NewTracer(a.Log)
+	}
+	ropts := router.Options{Config: cfg, Metrics: a.Metrics, Audit: a.shared.audit, Log: a.Log, Tracer: tracer, Tables: tables,
+		Locks: a.Locks, LockMetrics: a.shared.lockMetrics}
+	// Latency-aware routing and overload protection (resilience.go); the
+	// rate limit is the first policy of the chain. A reload builds them
+	// anew from its configuration (breaker states, buckets and caches start
+	// fresh), on the metrics registered once.
+	limiter, err := rateLimiter(cfg, a.shared.res)
+	if err != nil {
+		return nil, err
+	}
+	if ropts.Resilience, err = resilience(cfg, a.shared.res, a.Log); err != nil {
+		return nil, err
+	}
+	ropts.Outer = append([]router.Middleware{router.RateLimit(limiter, a.Metrics)}, ropts.Outer...)
+	if mw := a.cacheSyncMiddleware(); mw != nil {
+		ropts.Inner = append(ropts.Inner, mw)
+		for _, c := range cfg.Catalogs {
+			a.CacheSync.Watch(c.Name) // a catalog added by a reload
+		}
+	}
+	a.Security.routerOptions(&ropts)
+	r, err := router.New(ropts)
+	if err != nil {
+		return nil, err
+	}
+	if a.CacheSync != nil {
+		// Other replicas' database writes invalidate this generation's
+		// caches (none: nothing to invalidate).
+		if c := r.Cache(); c != nil {
+			a.CacheSync.SetTarget(c)
+		} else {
+			a.CacheSync.SetTarget(nil)
+		}
+	}
+	return r, nil
+}
+
+// buildRouter builds the router of a reload: the table policies again (the
+// purge pool is the one built at start).
+func (a *App) buildRouter(cfg *configs.Config) (*router.Router, error) {
+	tables, err := tablePolicies(cfg, a.shared.tables, a.Log, false)
+	if err != nil {
+		return nil, err
+	}
+	tables.Purge, tables.PurgePrefixes = a.purge, a.shared.purgePrefixes
+	return a.newRouter(cfg, tables)
 }
 
 // Start binds every listener; on any failure it stops what it started.
@@ -241,6 +317,12 @@ func (a *App) Listener(name string) *frontdoor.Listener {
 // calls, then management, then backend sessions and files. It returns an
 // error when ctx ended first.
 func (a *App) Shutdown(ctx context.Context) error {
+	// Readiness fails first, so a balancer health-checking /readyz stops
+	// sending new connections while the calls in flight finish.
+	a.draining.Store(true)
+	if a.Mgmt != nil {
+		a.Mgmt.SetDraining("shutting down: draining the calls in flight")
+	}
 	var errs []error
 	if a.stopReclaim != nil {
 		a.stopReclaim()
@@ -273,7 +355,16 @@ func (a *App) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	a.Router.Close()
+	a.Current().Close()
+	// Every listener is closed: the routers replaced by reloads close when
+	// their last call has finished.
+	done := make(chan struct{})
+	go func() { a.retired.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("routers replaced by a reload still had calls in flight: %w", ctx.Err()))
+	}
 	a.Security.Close()
 	a.closeFiles()
 	return errors.Join(errs...)

@@ -23,10 +23,10 @@ import (
 // caches (routing.database-*-cache.*, routing.database-cache.background-refresh.*)
 // and synthetic refresh_privileges. Their metrics are registered on reg
 // whether the features are on or not (dashboards see zeros, not gaps).
-func resilience(cfg *configs.Config, reg prometheus.Registerer, log *slog.Logger) (router.ResilienceOptions, error) {
+func resilience(cfg *configs.Config, m *resilienceMetrics, log *slog.Logger) (router.ResilienceOptions, error) {
 	rt := cfg.Routing
 	var o router.ResilienceOptions
-	bm := breaker.NewMetrics(reg)
+	bm := m.breaker
 	o.Guards = map[string]*breaker.Guard{}
 	for _, cc := range cfg.Catalogs {
 		at := rt.AdaptiveTimeout
@@ -41,7 +41,7 @@ func resilience(cfg *configs.Config, reg prometheus.Registerer, log *slog.Logger
 		}
 		o.Guards[cc.Name] = g
 	}
-	pm := polling.NewMetrics(reg)
+	pm := m.polling
 	if bp := rt.BackendStatePolling; bp.Enabled {
 		o.Polling = &polling.Options{Interval: bp.Interval, ProbeTimeout: bp.ProbeTimeout,
 			MaxParallelism: bp.MaxParallelism, Metrics: pm, Log: log}
@@ -53,10 +53,8 @@ func resilience(cfg *configs.Config, reg prometheus.Registerer, log *slog.Logger
 	o.FanoutTimeout = hr.FanoutTimeout
 	o.SyntheticRefreshPrivileges = rt.RefreshPrivileges.SyntheticSuccess
 	var err error
-	if o.Metrics, err = router.NewResilienceMetrics(reg); err != nil {
-		return o, err
-	}
-	cm := dbcache.NewMetrics(reg)
+	o.Metrics = m.router
+	cm := m.cache
 	list, meta := rt.DatabaseListCache, rt.DatabaseMetadataCache
 	if list.TTL > 0 || meta.TTL > 0 {
 		rf := rt.DatabaseCacheRefresh
@@ -74,10 +72,30 @@ func resilience(cfg *configs.Config, reg prometheus.Registerer, log *slog.Logger
 	return o, nil
 }
 
+// resilienceMetrics are the metrics of the resilience parts and the rate
+// limiter, registered once: every router generation (start, each reload)
+// builds its parts on them.
+type resilienceMetrics struct {
+	breaker *breaker.Metrics
+	polling *polling.Metrics
+	router  *router.ResilienceMetrics
+	cache   *dbcache.Metrics
+	rate    *ratelimit.Metrics
+}
+
+func newResilienceMetrics(reg prometheus.Registerer) (*resilienceMetrics, error) {
+	rm, err := router.NewResilienceMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &resilienceMetrics{breaker: breaker.NewMetrics(reg), polling: polling.NewMetrics(reg), router: rm,
+		cache: dbcache.NewMetrics(reg), rate: ratelimit.NewMetrics(reg)}, nil
+}
+
 // rateLimiter builds the overload protection (rate-limit.*), nil when it is
 // off; its metrics are registered on reg either way.
-func rateLimiter(cfg *configs.Config, reg prometheus.Registerer) (*ratelimit.Limiter, error) {
-	m := ratelimit.NewMetrics(reg)
+func rateLimiter(cfg *configs.Config, rm *resilienceMetrics) (*ratelimit.Limiter, error) {
+	m := rm.rate
 	rl := cfg.RateLimit
 	if !rl.Enabled {
 		return nil, nil

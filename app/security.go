@@ -508,23 +508,29 @@ func sharedCall(ctx context.Context, b *router.Backend, method string, args wire
 	return resultOf(reply, method, reply.SeqID)
 }
 
-// readiness is what /readyz reads: the router's backends, the Kerberos
-// logins and the token store (read with each backend probe, so it shares
-// management.readiness-cache-ms).
+// readiness is what /readyz reads: the backends of the router in force
+// (a reload swaps it), the Kerberos logins and the token store (read with
+// each backend probe, so it shares management.readiness-cache-ms).
 type readiness struct {
-	*router.Router
+	cur func() *router.Router
 	sec *Security
 	mu  *sync.Mutex
 	tok **monitoring.TokenStoreStatus
 }
 
-func newReadiness(r *router.Router, s *Security) readiness {
+func newReadiness(cur func() *router.Router, s *Security) readiness {
 	var st *monitoring.TokenStoreStatus
-	return readiness{Router: r, sec: s, mu: &sync.Mutex{}, tok: &st}
+	return readiness{cur: cur, sec: s, mu: &sync.Mutex{}, tok: &st}
+}
+
+func (r readiness) BackendStates() []monitoring.BackendState { return r.cur().BackendStates() }
+
+func (r readiness) LockStoreStatus() (monitoring.LockStoreStatus, bool) {
+	return r.cur().LockStoreStatus()
 }
 
 func (r readiness) ProbeBackends(ctx context.Context) {
-	r.Router.ProbeBackends(ctx)
+	r.cur().ProbeBackends(ctx)
 	st := r.sec.TokenStoreStatus()
 	r.mu.Lock()
 	*r.tok = st

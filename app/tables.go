@@ -13,14 +13,27 @@ import (
 	"github.com/hms-proxy/hms-proxy/router/viewsql"
 )
 
+// tableMetrics are the table policies' metrics, registered once: a reload
+// builds the policies again over them.
+type tableMetrics struct {
+	views   *viewsql.Metrics
+	iceberg *guards.IcebergMetrics
+	purge   *purge.Metrics
+}
+
+func newTableMetrics(reg prometheus.Registerer) tableMetrics {
+	return tableMetrics{views: viewsql.NewMetrics(reg), iceberg: guards.NewIcebergMetrics(reg), purge: purge.NewMetrics(reg)}
+}
+
 // tablePolicies builds the router's table policies from their keys:
 // federation.view-text-rewrite.*, guard.transactional-ddl.*,
 // routing.iceberg-pointer-guard.* and federation.external-table-drop-purge.*
-// with the catalogs' allowed-prefixes. Their metrics are registered on reg.
-func tablePolicies(cfg *configs.Config, reg prometheus.Registerer, log *slog.Logger) (router.TablePolicies, error) {
+// with the catalogs' allowed-prefixes. A reload calls it with purge false:
+// the purge pool is built once (its keys need a restart).
+func tablePolicies(cfg *configs.Config, tm tableMetrics, log *slog.Logger, withPurge bool) (router.TablePolicies, error) {
 	var tp router.TablePolicies
 	vr := cfg.Federation.ViewTextRewrite
-	tp.Views = viewsql.TableOptions{Mode: viewsql.ModeRewrite, PreserveOriginalText: vr.PreserveOriginalText, Metrics: viewsql.NewMetrics(reg)}
+	tp.Views = viewsql.TableOptions{Mode: viewsql.ModeRewrite, PreserveOriginalText: vr.PreserveOriginalText, Metrics: tm.views}
 	if vr.Mode == configs.ViewRewriteDisabled {
 		tp.Views.Mode = viewsql.ModeDisabled
 	}
@@ -48,13 +61,12 @@ func tablePolicies(cfg *configs.Config, reg prometheus.Registerer, log *slog.Log
 		CacheTTL: ig.TableCacheTTL, CacheMaxEntries: ig.TableCacheMaxEntries,
 		LockEnabled: ig.LockEnabled, LockAcquireTimeout: ig.LockAcquireTimeout,
 		HiveEngineDescriptor: ig.HiveEngineDescriptor,
-		Metrics:              guards.NewIcebergMetrics(reg),
+		Metrics:              tm.iceberg,
 		Log:                  func(msg string) { log.Info(msg) }}); err != nil {
 		return tp, err
 	}
 
-	pm := purge.NewMetrics(reg)
-	if cfg.Federation.ExternalTableDropPurge.Mode != configs.DropPurgeBestEffort {
+	if !withPurge || cfg.Federation.ExternalTableDropPurge.Mode != configs.DropPurgeBestEffort {
 		return tp, nil
 	}
 	// Only APACHE_3_1_3 catalogs are purged (configs warns about prefixes
@@ -70,7 +82,7 @@ func tablePolicies(cfg *configs.Config, reg prometheus.Registerer, log *slog.Log
 	if len(prefixes) == 0 {
 		return tp, nil
 	}
-	if tp.Purge, err = purge.New(purge.Options{Mode: purge.BestEffort, Prefixes: prefixes, Metrics: pm,
+	if tp.Purge, err = purge.New(purge.Options{Mode: purge.BestEffort, Prefixes: prefixes, Metrics: tm.purge,
 		Log: func(msg string) { log.Info(msg) }}); err != nil {
 		return tp, fmt.Errorf("federation.external-table-drop-purge: %v", err)
 	}

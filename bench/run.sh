@@ -12,6 +12,8 @@
 #   BENCH_NO_PEER=1  leave out the Waggle Dance 3.13.3 peer (otherwise its jar is fetched once into
 #                  $HMS_PROXY_CACHE/m2 with Maven and its loopback bind shim is built with gcc; when either is
 #                  not obtainable the run goes on without it and says why in its notes)
+#   BENCH_REPLICAS_BUDGET  time budget of the scale-out phase (`hms-bench replicas`, default 3m): HAProxy over
+#                  1, 2 and 3 replicas; BENCH_NO_REPLICAS=1 leaves it out
 #   HMS_PROXY_CACHE  cache root (default <repo>/.cache); binaries and scratch files go to $CACHE/bench
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,3 +49,10 @@ if [ "${BENCH_QUICK:-}" = 1 ]; then ARGS+=(-quick); fi
 if [ "${BENCH_NO_PEER:-}" = 1 ]; then ARGS+=(-no-peer); fi
 echo "== hms-bench ${ARGS[*]}"
 "$BIN/hms-bench" "${ARGS[@]}"
+
+if [ "${BENCH_NO_REPLICAS:-}" != 1 ]; then
+  RARGS=(replicas -out "$OUT" -work "$WORK" -bin "$BIN" -budget "${BENCH_REPLICAS_BUDGET:-3m}" -commit "$(git rev-parse --short HEAD 2>/dev/null || true)")
+  if [ "${BENCH_QUICK:-}" = 1 ]; then RARGS+=(-quick); fi
+  echo "== hms-bench ${RARGS[*]}"
+  "$BIN/hms-bench" "${RARGS[@]}"
+fi

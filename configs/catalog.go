@@ -44,6 +44,7 @@ type RoutingConfig struct {
 	DatabaseCacheRefresh  DatabaseCacheRefreshConfig
 	RefreshPrivileges     RefreshPrivilegesConfig
 	IcebergPointerGuard   IcebergPointerGuardConfig
+	CacheCoherence        CacheCoherenceConfig // routing.database-cache.zookeeper.* (cachesync.go)
 }
 
 // FederationConfig is federation.*.

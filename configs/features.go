@@ -30,6 +30,7 @@ func featureTable() []*feature {
 		withStatus(databaseListCacheFeature(), StatusImplemented),
 		withStatus(databaseMetadataCacheFeature(), StatusImplemented),
 		withStatus(databaseCacheRefreshFeature(), StatusImplemented),
+		withStatus(cacheCoherenceFeature(), StatusImplemented),
 		withStatus(refreshPrivilegesFeature(), StatusImplemented),
 		withStatus(viewRewriteFeature(), StatusImplemented),
 		withStatus(transactionalDDLGuardFeature(), StatusImplemented),

@@ -12,6 +12,7 @@ type ManagementConfig struct {
 	Port           int
 	Threads        int
 	ReadinessCache time.Duration // 0 = probe on every request
+	ReloadEnabled  bool          // management.reload-enabled: serve POST /reload
 }
 
 // Addr is host:port for net.Listen.
@@ -71,6 +72,9 @@ func managementFeature() *feature {
 			{pattern: "management.readiness-cache-ms", typ: millis(0), def: "2000", example: "0",
 				meaning: "how long a /readyz probe result is reused; `0` probes on every request",
 				bind:    func(c *Config, _ match) any { return &mg(c).ReadinessCache }},
+			{pattern: "management.reload-enabled", typ: boolT{}, def: "false", example: "true", isNew: true,
+				meaning: "serve `POST /reload` (re-read the configuration file, as SIGHUP does); off by default, as the listener has no authentication",
+				bind:    func(c *Config, _ match) any { return &mg(c).ReloadEnabled }},
 		},
 	}
 }

@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -128,23 +128,27 @@ func TestSystemdUnitSettings(t *testing.T) {
 	}
 }
 
-// The unit has no ExecReload because SIGHUP is not handled yet: a Go
-// program exits on an unhandled SIGHUP, so `systemctl reload` would stop
-// the proxy. This test holds the binary to that: the day the proxy
-// survives SIGHUP (reload is built), it fails and asks for ExecReload.
-func TestSystemdUnitHasNoReloadWhileSIGHUPStopsTheProxy(t *testing.T) {
+// systemctl reload sends SIGHUP (ExecReload): the real binary must survive
+// it and apply the file's new content (a catalog's access mode, seen in the
+// effective configuration the reload logs), and refuse an invalid file while
+// it keeps running.
+func TestSystemdReloadIsSIGHUPAndTheProxyReloads(t *testing.T) {
 	u, _ := readUnit(t)
-	if r := u["Service"]["ExecReload"]; len(r) > 0 {
-		t.Errorf("ExecReload=%v, but the proxy does not handle SIGHUP", r)
+	if r, _ := u.one(t, "Service", "ExecReload"); r != "/bin/kill -HUP $MAINPID" {
+		t.Errorf("ExecReload=%q, want /bin/kill -HUP $MAINPID", r)
 	}
 	bin := buildProxy(t)
 	port, mport := proxytest.FreePort(t), proxytest.FreePort(t)
 	conf := filepath.Join(t.TempDir(), "hms-proxy.properties")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf("server.bind-host=127.0.0.1\nserver.port=%d\nmanagement.port=%d\n"+
-		"catalogs=c\ncatalog.c.conf.hive.metastore.uris=thrift://127.0.0.1:1\naudit.enabled=false\n", port, mport)), 0o644); err != nil {
-		t.Fatal(err)
+	write := func(extra string) {
+		t.Helper()
+		if err := os.WriteFile(conf, []byte(fmt.Sprintf("server.bind-host=127.0.0.1\nserver.port=%d\nmanagement.port=%d\n"+
+			"catalogs=c\ncatalog.c.conf.hive.metastore.uris=thrift://127.0.0.1:1\naudit.enabled=false\n%s", port, mport, extra)), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	var logs bytes.Buffer
+	write("")
+	var logs syncBuffer
 	cmd := exec.Command(bin, "serve", conf)
 	cmd.Stderr = &logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -152,6 +156,8 @@ func TestSystemdUnitHasNoReloadWhileSIGHUPStopsTheProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
@@ -163,21 +169,59 @@ func TestSystemdUnitHasNoReloadWhileSIGHUPStopsTheProxy(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	hup := func(want string) {
+		t.Helper()
+		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(logs.String(), want) {
+			select {
+			case err := <-done:
+				t.Fatalf("the proxy exited on SIGHUP: %v\n%s", err, logs.String())
+			case <-time.After(50 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the log 20 s after SIGHUP:\n%s", want, logs.String())
+			}
+		}
+	}
+	write("catalog.c.access-mode=READ_ONLY\n")
+	hup("applied=catalog.c.access-mode")
+	write("catalog.c.access-mode=READ_SOMETIMES\n")
+	hup("configuration reload refused")
+	if !strings.Contains(logs.String(), "catalog.c.access-mode") || !strings.Contains(logs.String(), "READ_SOMETIMES") {
+		t.Errorf("the refusal does not name the key and the value:\n%s", logs.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGHUP {
-			t.Fatalf("after SIGHUP: %v\n%s", err, logs.String())
+		if err != nil {
+			t.Fatalf("after SIGTERM: %v\n%s", err, logs.String())
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the proxy survives SIGHUP now: reload exists, so add ExecReload=/bin/kill -HUP $MAINPID to " + unitPath +
-			" (and say so in its comment and the README) and turn this check around")
+	case <-time.After(40 * time.Second):
+		t.Fatal("the proxy did not stop on SIGTERM")
 	}
+}
+
+// syncBuffer is a bytes.Buffer the process writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // systemd's own checks: systemd-analyze verify (syntax, directives, the

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -170,6 +171,10 @@ type ManagementConfig struct {
 	ReadinessCache time.Duration
 	// ProbeTimeout bounds one ProbeBackends call; 0 means DefaultProbeTimeout.
 	ProbeTimeout time.Duration
+	// Reload, when set (management.reload-enabled=true), serves POST
+	// /reload: it re-reads and applies the configuration and says what it
+	// did, or why it refused. nil: /reload is not served (404).
+	Reload func(ctx context.Context) (summary string, err error)
 }
 
 // Management is the management HTTP listener serving /healthz, /readyz and
@@ -213,6 +218,8 @@ type Management struct {
 	probeDoneAt time.Time     // completion of the last finished probe; zero = none yet
 	inflight    chan struct{} // closed when the running probe finishes; nil = none running
 	probes      int64         // probes started (diagnostics, tests)
+
+	draining atomic.Pointer[string] // set: /readyz answers NOT_READY with this reason
 
 	mu       sync.Mutex
 	srv      *http.Server
@@ -282,6 +289,9 @@ func (m *Management) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", m.limited(false, http.HandlerFunc(m.serveHealthz)))
 	mux.Handle("/readyz", m.limited(true, http.HandlerFunc(m.serveReadyz)))
+	if m.cfg.Reload != nil {
+		mux.Handle("/reload", m.serveReload())
+	}
 	gatherers := prometheus.Gatherers{m.own}
 	if m.gatherer != nil {
 		gatherers = append(gatherers, m.gatherer)
@@ -364,6 +374,44 @@ func (m *Management) Shutdown(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// SetDraining makes every later /readyz answer 503 NOT_READY with reason,
+// at once and without a probe: the proxy is stopping, and a balancer must
+// stop sending it new connections while its calls in flight finish.
+func (m *Management) SetDraining(reason string) {
+	m.draining.Store(&reason)
+}
+
+type reloadResponse struct {
+	Status  string `json:"status"` // RELOADED or REFUSED
+	Message string `json:"message"`
+}
+
+// serveReload answers POST /reload: 200 RELOADED with what was applied, or
+// 400 REFUSED with why (the running configuration is kept). One reload runs
+// at a time; it holds one handler slot.
+func (m *Management) serveReload() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			http.Error(w, "method not allowed: POST /reload re-reads the configuration", http.StatusMethodNotAllowed)
+			return
+		}
+		timer := time.NewTimer(slotWait)
+		defer timer.Stop()
+		if !acquire(r.Context(), timer.C, m.slots) {
+			busy(w)
+			return
+		}
+		defer func() { <-m.slots }()
+		summary, err := m.cfg.Reload(r.Context())
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, reloadResponse{Status: "REFUSED", Message: err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, reloadResponse{Status: "RELOADED", Message: summary})
+	})
 }
 
 // ProbeCount returns how many backend probes have been started.
@@ -553,6 +601,12 @@ func (m *Management) runProbe(done chan struct{}) {
 }
 
 func (m *Management) serveReadyz(w http.ResponseWriter, r *http.Request) {
+	if reason := m.draining.Load(); reason != nil {
+		m.readiness.observe(false)
+		writeJSON(w, http.StatusServiceUnavailable, readyzResponse{Status: "NOT_READY", Reason: *reason,
+			Backends: map[string]backendJSON{}, Summary: readySummary{Disconnected: []string{}}})
+		return
+	}
 	probedAt, probeErr := m.probeResult(r.Context())
 	if errors.Is(probeErr, context.Canceled) && r.Context().Err() != nil {
 		return // client went away

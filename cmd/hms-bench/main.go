@@ -7,6 +7,9 @@
 //	hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s]
 //	    run hms-proxy in-process in front of the instant backend and write CPU and allocation
 //	    profiles of workload W (used by run)
+//	hms-bench replicas [-out bench/results] [-work DIR] [-bin DIR] [-budget 3m] [-quick]
+//	    the scale-out phase: throughput through HAProxy over 1, 2 and 3 replicas
+//	    (bench/replicas), written to replicas.json and replicas.md under -out
 //	hms-bench render -out DIR
 //	    re-render results.md and latency.svg from DIR/results.json
 package main
@@ -20,6 +23,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/bench/replicas"
 	"github.com/hms-proxy/hms-proxy/bench/report"
 	"github.com/hms-proxy/hms-proxy/bench/suite"
 )
@@ -27,6 +31,7 @@ import (
 const usage = `usage:
   hms-bench run [-out DIR] [-work DIR] [-bin DIR] [-budget 8m] [-quick] [-gobench FILE] [-no-peer]
   hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s]
+  hms-bench replicas [-out DIR] [-work DIR] [-bin DIR] [-budget 3m] [-quick]
   hms-bench render -out DIR
 `
 
@@ -42,6 +47,8 @@ func main() {
 		os.Exit(profile(os.Args[2:]))
 	case "render":
 		os.Exit(render(os.Args[2:]))
+	case "replicas":
+		os.Exit(replicasPhase(os.Args[2:]))
 	}
 	fmt.Fprint(os.Stderr, usage)
 	os.Exit(2)
@@ -83,6 +90,38 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "hms-bench:", err)
 		return 1
 	}
+	return 0
+}
+
+// benchMetastoreJVM is bench/run.sh's default HMS_PROXY_METASTORE_JVM_OPTS.
+const benchMetastoreJVM = "-Xms512m -Xmx2g -XX:+UseSerialGC -XX:-UsePerfData"
+
+func replicasPhase(args []string) int {
+	fs := flag.NewFlagSet("replicas", flag.ExitOnError)
+	out := fs.String("out", "bench/results", "results folder")
+	work := fs.String("work", ".cache/bench/work", "scratch folder")
+	bin := fs.String("bin", ".cache/bench/bin", "folder with hms-proxy")
+	budget := fs.Duration("budget", 3*time.Minute, "the whole phase")
+	quick := fs.Bool("quick", false, "short smoke run")
+	commit := fs.String("commit", "", "commit shown in the results")
+	_ = fs.Parse(args)
+	start := time.Now()
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "[%6.1fs] replicas: %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+	}
+	// The metastores get bench/run.sh's JVM when run alone: the test bed's
+	// small C1-only heap thrashes under 64 connections of partition reads.
+	if os.Getenv("HMS_PROXY_METASTORE_JVM_OPTS") == "" {
+		_ = os.Setenv("HMS_PROXY_METASTORE_JVM_OPTS", benchMetastoreJVM)
+		logf("HMS_PROXY_METASTORE_JVM_OPTS unset: using %q (as bench/run.sh)", benchMetastoreJVM)
+	}
+	res, err := replicas.Run(replicas.Options{Binary: filepath.Join(*bin, "hms-proxy"), Out: *out, Work: *work,
+		Budget: *budget, Quick: *quick, Commit: *commit, Log: logf})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hms-bench replicas:", err)
+		return 1
+	}
+	logf("results: %s (%.0f s)", filepath.Join(*out, "replicas.md"), res.DurationS)
 	return 0
 }
 

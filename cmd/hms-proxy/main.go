@@ -297,30 +297,32 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func newLogger(cfg configs.LoggingConfig, stderr io.Writer) (*slog.Logger, io.Closer, error) {
+func newLogger(cfg configs.LoggingConfig, stderr io.Writer) (*slog.Logger, *slog.LevelVar, io.Closer, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.Level)); err != nil {
-		return nil, nil, fmt.Errorf("logging.level=%q: %v", cfg.Level, err)
+		return nil, nil, nil, fmt.Errorf("logging.level=%q: %v", cfg.Level, err)
 	}
+	lv := new(slog.LevelVar) // a reload changes it
+	lv.Set(level)
 	var w io.Writer = stderr
 	var closer io.Closer = io.NopCloser(nil)
 	if cfg.File != "" {
 		f, err := audit.OpenRollingFile(cfg.File, cfg.MaxFileSizeBytes, cfg.MaxBackups)
 		if err != nil {
-			return nil, nil, fmt.Errorf("logging.file=%s: %v", cfg.File, err)
+			return nil, nil, nil, fmt.Errorf("logging.file=%s: %v", cfg.File, err)
 		}
 		w, closer = io.MultiWriter(stderr, f), f
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), closer, nil
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lv})), lv, closer, nil
 }
 
 func serve(path string, stderr io.Writer) int {
-	cfg, err := configs.Load(path)
+	cfg, props, err := app.ReadConfigFile(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "hms-proxy: refusing to start, %s is invalid:\n%v\n", path, err)
 		return 2
 	}
-	log, logCloser, err := newLogger(cfg.Logging, stderr)
+	log, level, logCloser, err := newLogger(cfg.Logging, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "hms-proxy: refusing to start: %v\n", err)
 		return 2
@@ -329,7 +331,7 @@ func serve(path string, stderr io.Writer) int {
 	for _, w := range cfg.Warnings {
 		log.Warn("configuration", "warning", w)
 	}
-	if err := start(cfg, log); err != nil {
+	if err := start(cfg, log, level, path, props); err != nil {
 		log.Error("hms-proxy stopped", "err", err)
 		return 1
 	}
@@ -337,18 +339,37 @@ func serve(path string, stderr io.Writer) int {
 }
 
 // start assembles the proxy, serves until SIGTERM/SIGINT and shuts down in
-// order within server.shutdown-timeout-seconds.
-func start(cfg *configs.Config, log *slog.Logger) error {
+// order within server.shutdown-timeout-seconds. SIGHUP re-reads the file and
+// applies what can change live (app.Reload); an invalid file is refused and
+// the running configuration kept.
+func start(cfg *configs.Config, log *slog.Logger, level *slog.LevelVar, path string, props map[string]string) error {
+	// SIGHUP is caught before anything is built, so a reload sent early
+	// never kills the process; it is served once the listeners are up.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	a, err := app.Build(cfg, log)
 	if err != nil {
 		return err
 	}
+	a.LogLevel = level
+	a.SetSource(path, props)
 	if err := a.Start(); err != nil {
 		return err
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	s := <-sig
+	var s os.Signal
+	for s == nil {
+		select {
+		case <-hup:
+			log.Info("SIGHUP: reloading the configuration", "file", path)
+			if out, err := a.Reload(context.Background()); err == nil {
+				log.Info("SIGHUP: configuration reloaded", "result", out.String())
+			}
+		case s = <-sig:
+		}
+	}
 	log.Info("shutting down", "signal", s.String(), "timeout", cfg.Server.ShutdownTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,29 @@ type Proxy struct {
 	*app.App
 	AuditFile string
 	log       *testWriter
+	// ConfigFile holds the properties the proxy was started with (ports and
+	// defaults filled in); rewrite it and call Reload, as SIGHUP does.
+	ConfigFile string
+	Props      map[string]string
+}
+
+// WriteConfig writes props as a .properties file (WriteConfig(p.ConfigFile,
+// ...) before p.Reload is what an operator's edit and SIGHUP do).
+func WriteConfig(t testing.TB, path string, props map[string]string) {
+	t.Helper()
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	esc := strings.NewReplacer("\\", "\\\\", "\n", "\\n", "\r", "\\r", "\t", "\\t")
+	for _, k := range keys {
+		b.WriteString(esc.Replace(k) + "=" + esc.Replace(props[k]) + "\n")
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // URI of a listener ("primary" or an additional frontend name).
@@ -81,10 +105,18 @@ func StartWith(t testing.TB, props map[string]string, hooks app.TestHooks) *Prox
 		t.Fatalf("proxy config: %v", err)
 	}
 	w := &testWriter{t: t, quiet: os.Getenv("HMS_PROXY_TEST_QUIET") != ""}
-	a, err := app.BuildWith(cfg, slog.New(slog.NewTextHandler(w, nil)), hooks)
+	level := new(slog.LevelVar) // logging.level, changed by a reload
+	if err := level.UnmarshalText([]byte(cfg.Logging.Level)); err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.BuildWith(cfg, slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), hooks)
 	if err != nil {
 		t.Fatalf("proxy build: %v", err)
 	}
+	a.LogLevel = level
+	file := t.TempDir() + "/hms-proxy.properties"
+	WriteConfig(t, file, props)
+	a.SetSource(file, props)
 	if err := a.Start(); err != nil {
 		t.Fatalf("proxy start: %v", err)
 	}
@@ -102,7 +134,7 @@ func StartWith(t testing.TB, props map[string]string, hooks app.TestHooks) *Prox
 			}
 		}
 	})
-	return &Proxy{App: a, AuditFile: cfg.Audit.File, log: w}
+	return &Proxy{App: a, AuditFile: cfg.Audit.File, ConfigFile: file, Props: props, log: w}
 }
 
 func clone(m map[string]string) map[string]string {

@@ -1,0 +1,36 @@
+package router
+
+import (
+	"context"
+	"errors"
+)
+
+// databaseWriteMethods are the calls after which other replicas must drop
+// what they cached about a catalog's databases (router/cachesync).
+var databaseWriteMethods = map[string]bool{
+	"create_database": true, "create_database_req": true,
+	"alter_database": true, "alter_database_req": true,
+	"drop_database": true, "drop_database_req": true,
+}
+
+// DatabaseWrites calls done(catalog) after a database write of a single
+// catalog reached its backend, whatever the answer (a write that timed out
+// may still have happened), before the client is answered; a call refused
+// before it was sent changes nothing and calls nothing. The cache coherence
+// of several replicas hangs here (app: cachesync.Sync.Bump), in
+// Options.Inner.
+func DatabaseWrites(done func(ctx context.Context, catalog string)) Middleware {
+	return func(next Handler) Handler {
+		return func(ctx context.Context, x *Exchange) error {
+			if x.Leg != nil || !databaseWriteMethods[x.Method()] {
+				return next(ctx, x)
+			}
+			err := next(ctx, x)
+			var be *backendError
+			if err == nil || errors.As(err, &be) {
+				done(ctx, x.Cat.Name)
+			}
+			return err
+		}
+	}
+}
