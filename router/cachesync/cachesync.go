@@ -421,6 +421,14 @@ func (s *Sync) Status() Status {
 	return st
 }
 
+// Armed reports whether the epoch watch of catalog is set: from then on
+// every bump of another replica invalidates it here.
+func (s *Sync) Armed(catalog string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.armed[catalog]
+}
+
 // Close ends the session and the watches.
 func (s *Sync) Close() error {
 	s.once.Do(func() {

@@ -37,6 +37,18 @@ func TestDatabaseWritesThroughOneReplicaInvalidateTheOthers(t *testing.T) {
 	a, b, c := proxytest.Start(t, props), proxytest.Start(t, props), proxytest.Start(t, props)
 	ca, cb, cc := proxytest.Client(t, a.URI("primary")), proxytest.Client(t, b.URI("primary")), proxytest.Client(t, c.URI("primary"))
 	db := "catalog2__" + uniq("coherent")
+	// B and C watch catalog2's epoch before A writes (a replica whose watch
+	// is not armed yet has cached nothing it could serve stale: its session's
+	// arrival dropped everything).
+	for _, r := range []*proxytest.Proxy{b, c} {
+		deadline := time.Now().Add(30 * time.Second)
+		for !r.CacheSync.Armed("catalog2") {
+			if time.Now().After(deadline) {
+				t.Fatal("a replica's epoch watch of catalog2 is not armed after 30 s")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 
 	if err := ca.CreateDatabase(ctx(t), &thriftgen.Database{Name: db}); err != nil {
 		t.Fatal(err)
