@@ -684,7 +684,7 @@ func suggest(key string, candidates []string) string {
 		if c == key {
 			continue
 		}
-		d := editDistance(lk, strings.ToLower(c))
+		d := EditDistance(lk, strings.ToLower(c))
 		if bestD < 0 || d < bestD {
 			best, bestD = c, d
 		}
@@ -696,8 +696,9 @@ func suggest(key string, candidates []string) string {
 	return ""
 }
 
-// editDistance is the Levenshtein distance of two byte strings.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance of two byte strings (for "did
+// you mean" suggestions of keys and commands).
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {

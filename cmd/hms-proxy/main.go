@@ -197,31 +197,11 @@ func quoteArgs(args []string) string {
 // nearCommand returns the command name within two edits of s, if any.
 func nearCommand(cmds []command, s string) string {
 	for _, c := range cmds {
-		if editDistance(strings.ToLower(s), c.name) <= 2 {
+		if configs.EditDistance(strings.ToLower(s), c.name) <= 2 {
 			return c.name
 		}
 	}
 	return ""
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func usageError(cmds []command, stderr io.Writer, msg string) int {
