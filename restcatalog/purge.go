@@ -169,11 +169,7 @@ func isNotExist(err error) bool {
 }
 
 func (h *Handler) dropTable(rc *requestCtx) (int, any, *Error) {
-	ref, e := rc.namespace()
-	if e != nil {
-		return 0, nil, e
-	}
-	name, e := rc.tableParam("table")
+	ref, name, e := rc.object("table")
 	if e != nil {
 		return 0, nil, e
 	}

@@ -64,6 +64,17 @@ func (h *Handler) listTables(rc *requestCtx) (int, any, *Error) {
 	return http.StatusOK, map[string]any{"identifiers": ids}, nil
 }
 
+// object is the namespace and the name of the table or view the path names
+// (kind: its path parameter, "table" or "view").
+func (rc *requestCtx) object(kind string) (nsRef, string, *Error) {
+	ref, e := rc.namespace()
+	if e != nil {
+		return ref, "", e
+	}
+	name, e := rc.tableParam(kind)
+	return ref, name, e
+}
+
 // tableParam validates the {table} (or {view}) path parameter.
 func (rc *requestCtx) tableParam(key string) (string, *Error) {
 	name := rc.params[key]
@@ -102,11 +113,7 @@ func loadResult(loc string, m *icemeta.Table) loadTableResult {
 }
 
 func (h *Handler) loadTable(rc *requestCtx) (int, any, *Error) {
-	ref, e := rc.namespace()
-	if e != nil {
-		return 0, nil, e
-	}
-	name, e := rc.tableParam("table")
+	ref, name, e := rc.object("table")
 	if e != nil {
 		return 0, nil, e
 	}
@@ -126,11 +133,7 @@ func (h *Handler) loadTable(rc *requestCtx) (int, any, *Error) {
 }
 
 func (h *Handler) tableExists(rc *requestCtx) (int, any, *Error) {
-	ref, e := rc.namespace()
-	if e != nil {
-		return 0, nil, e
-	}
-	name, e := rc.tableParam("table")
+	ref, name, e := rc.object("table")
 	if e != nil {
 		return 0, nil, e
 	}
@@ -238,30 +241,36 @@ func (h *Handler) createTable(rc *requestCtx) (int, any, *Error) {
 	return http.StatusOK, loadResult(ch.nextLoc, ch.next), nil
 }
 
+// commitTableRequest is the body of a table commit (and of a view
+// replacement): requirements and updates, the identifier optional.
 type commitTableRequest struct {
 	Identifier   *tableIdentifier      `json:"identifier"`
 	Requirements []icemeta.Requirement `json:"requirements"`
 	Updates      []icemeta.Update      `json:"updates"`
 }
 
-func (h *Handler) commitTable(rc *requestCtx) (int, any, *Error) {
-	ref, e := rc.namespace()
-	if e != nil {
-		return 0, nil, e
-	}
-	name, e := rc.tableParam("table")
-	if e != nil {
-		return 0, nil, e
-	}
+// commitBody reads a commit of the table or view named by the path parameter
+// kind ("table", "view"): its namespace, name and body, the body's identifier
+// checked against the path, and the write gate.
+func (rc *requestCtx) commitBody(kind string) (nsRef, string, commitTableRequest, *Error) {
 	var req commitTableRequest
+	ref, name, e := rc.object(kind)
+	if e != nil {
+		return ref, "", req, e
+	}
 	if e := rc.decodeBody(&req); e != nil {
-		return 0, nil, e
+		return ref, "", req, e
 	}
 	if id := req.Identifier; id != nil && (id.Name != name || !slices.Equal(id.Namespace, []string{ref.Name})) {
-		return 0, nil, badRequest("the body's identifier %s.%s does not match the path's table %s.%s",
-			strings.Join(id.Namespace, "."), id.Name, ref.Name, name)
+		return ref, "", req, badRequest("the body's identifier %s.%s does not match the path's %s %s.%s",
+			strings.Join(id.Namespace, "."), id.Name, kind, ref.Name, name)
 	}
-	if e := rc.forWrite(ref); e != nil {
+	return ref, name, req, rc.forWrite(ref)
+}
+
+func (h *Handler) commitTable(rc *requestCtx) (int, any, *Error) {
+	ref, name, req, e := rc.commitBody("table")
+	if e != nil {
 		return 0, nil, e
 	}
 	ch := &tableChange{ref: ref, name: name, reqs: req.Requirements, updates: req.Updates}

@@ -3,7 +3,6 @@ package restcatalog
 import (
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -47,11 +46,7 @@ type loadViewResult struct {
 }
 
 func (h *Handler) loadView(rc *requestCtx) (int, any, *Error) {
-	ref, e := rc.namespace()
-	if e != nil {
-		return 0, nil, e
-	}
-	name, e := rc.tableParam("view")
+	ref, name, e := rc.object("view")
 	if e != nil {
 		return 0, nil, e
 	}
@@ -68,11 +63,7 @@ func (h *Handler) loadView(rc *requestCtx) (int, any, *Error) {
 }
 
 func (h *Handler) viewExists(rc *requestCtx) (int, any, *Error) {
-	ref, e := rc.namespace()
-	if e != nil {
-		return 0, nil, e
-	}
-	name, e := rc.tableParam("view")
+	ref, name, e := rc.object("view")
 	if e != nil {
 		return 0, nil, e
 	}
@@ -159,30 +150,9 @@ func (h *Handler) createView(rc *requestCtx) (int, any, *Error) {
 	return http.StatusOK, loadViewResult{MetadataLocation: newLoc, Metadata: m, Config: map[string]string{}}, nil
 }
 
-type commitViewRequest struct {
-	Identifier   *tableIdentifier      `json:"identifier"`
-	Requirements []icemeta.Requirement `json:"requirements"`
-	Updates      []icemeta.Update      `json:"updates"`
-}
-
 func (h *Handler) replaceView(rc *requestCtx) (int, any, *Error) {
-	ref, e := rc.namespace()
+	ref, name, req, e := rc.commitBody("view")
 	if e != nil {
-		return 0, nil, e
-	}
-	name, e := rc.tableParam("view")
-	if e != nil {
-		return 0, nil, e
-	}
-	var req commitViewRequest
-	if e := rc.decodeBody(&req); e != nil {
-		return 0, nil, e
-	}
-	if id := req.Identifier; id != nil && (id.Name != name || !slices.Equal(id.Namespace, []string{ref.Name})) {
-		return 0, nil, badRequest("the body's identifier %s.%s does not match the path's view %s.%s",
-			strings.Join(id.Namespace, "."), id.Name, ref.Name, name)
-	}
-	if e := rc.forWrite(ref); e != nil {
 		return 0, nil, e
 	}
 	t, e := rc.icebergView(ref, name)
@@ -252,11 +222,7 @@ func (h *Handler) replaceView(rc *requestCtx) (int, any, *Error) {
 }
 
 func (h *Handler) dropView(rc *requestCtx) (int, any, *Error) {
-	ref, e := rc.namespace()
-	if e != nil {
-		return 0, nil, e
-	}
-	name, e := rc.tableParam("view")
+	ref, name, e := rc.object("view")
 	if e != nil {
 		return 0, nil, e
 	}
