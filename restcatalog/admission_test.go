@@ -98,23 +98,34 @@ func TestAdmissionBoundsRequestsServedAtOnce(t *testing.T) {
 		t.Fatalf("refusals counted: %v", refused)
 	}
 
-	// A waiter whose slot does not free up within the queue wait.
-	srv2, err := Listen(h, ServerOptions{BindHost: "127.0.0.1", MaxInFlight: 1, QueueWait: 200 * time.Millisecond})
+	// A waiter whose slot does not free up within the queue wait. Its own
+	// handler and channels: the first server's second request may still be
+	// reported on entered.
+	release2 := make(chan struct{})
+	entered2 := make(chan string, 8)
+	h2 := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered2 <- r.URL.Path
+		<-release2
+		w.WriteHeader(http.StatusNoContent)
+	})
+	srv2, err := Listen(h2, ServerOptions{BindHost: "127.0.0.1", MaxInFlight: 1, QueueWait: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv2.Shutdown(context.Background()) })
-	release = make(chan struct{})
+	client := &http.Client{Timeout: 30 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		resp, err := http.Get(srv2.URL() + "/held")
+		resp, err := client.Get(srv2.URL() + "/held")
 		if err == nil {
 			resp.Body.Close()
 		}
 	}()
-	<-entered
-	resp, err := http.Get(srv2.URL() + "/late")
+	if p := <-entered2; p != "/held" {
+		t.Fatalf("served %s first", p)
+	}
+	resp, err := client.Get(srv2.URL() + "/late")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +133,6 @@ func TestAdmissionBoundsRequestsServedAtOnce(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("a waiter past the queue wait: %d", resp.StatusCode)
 	}
-	close(release)
+	close(release2)
 	<-done
 }
