@@ -210,7 +210,7 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 	if cfg.Management.Enabled {
 		a.Mgmt = monitoring.NewManagement(monitoring.ManagementConfig{BindHost: cfg.Management.BindHost,
 			Port: cfg.Management.Port, Threads: cfg.Management.Threads,
-			ReadinessCache: cfg.Management.ReadinessCache, Reload: a.managementReload()}, a.Registry, newReadiness(a.Current, a.Security), log)
+			ReadinessCache: cfg.Management.ReadinessCache, Reload: a.managementReload()}, a.Registry, newReadiness(a.Current, a.Security, a.Listeners), log)
 	}
 	return a, nil
 }

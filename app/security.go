@@ -514,13 +514,14 @@ func sharedCall(ctx context.Context, b *router.Backend, method string, args wire
 type readiness struct {
 	cur func() *router.Router
 	sec *Security
+	lis []*frontdoor.Listener // the Thrift listeners (readiness.go)
 	mu  *sync.Mutex
 	tok **monitoring.TokenStoreStatus
 }
 
-func newReadiness(cur func() *router.Router, s *Security) readiness {
+func newReadiness(cur func() *router.Router, s *Security, lis []*frontdoor.Listener) readiness {
 	var st *monitoring.TokenStoreStatus
-	return readiness{cur: cur, sec: s, mu: &sync.Mutex{}, tok: &st}
+	return readiness{cur: cur, sec: s, lis: lis, mu: &sync.Mutex{}, tok: &st}
 }
 
 func (r readiness) BackendStates() []monitoring.BackendState { return r.cur().BackendStates() }

@@ -159,6 +159,24 @@ type LockStoreSource interface {
 	LockStoreStatus() (LockStoreStatus, bool)
 }
 
+// ListenerStatus is one front-door listener of this replica as /readyz
+// reports it.
+type ListenerStatus struct {
+	Name    string `json:"name"`
+	Address string `json:"address,omitempty"`
+	// Serving: bound and accepting connections (false before the start, after
+	// the drain began, or when its socket was closed under it).
+	Serving bool `json:"serving"`
+}
+
+// ListenerSource may additionally be implemented by a ReadinessSource: the
+// replica's front-door listeners. A listener that does not accept
+// connections makes the replica NOT_READY, since a balancer that sends
+// clients to it sends them nowhere.
+type ListenerSource interface {
+	ListenerStatuses() []ListenerStatus
+}
+
 // ManagementConfig configures the management listener (management.* keys).
 type ManagementConfig struct {
 	BindHost string
@@ -525,10 +543,14 @@ type readySummary struct {
 }
 
 type readyzResponse struct {
-	Status     string                 `json:"status"`
-	Ready      bool                   `json:"ready"`
-	Reason     string                 `json:"reason,omitempty"`
-	ProbeAgeMs *int64                 `json:"probeAgeMs"`
+	Status     string `json:"status"`
+	Ready      bool   `json:"ready"`
+	Reason     string `json:"reason,omitempty"`
+	ProbeAgeMs *int64 `json:"probeAgeMs"`
+	// ProbeError: the backend probe round did not finish (diagnostic, as
+	// the per-backend state it would have refreshed).
+	ProbeError string                 `json:"probeError,omitempty"`
+	Listeners  []ListenerStatus       `json:"listeners,omitempty"`
 	Summary    readySummary           `json:"summary"`
 	Backends   map[string]backendJSON `json:"backends"`
 	Kerberos   KerberosReport         `json:"kerberos"`
@@ -689,15 +711,29 @@ func (m *Management) serveReadyz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	if ls, ok := m.src.(ListenerSource); ok {
+		resp.Listeners = ls.ListenerStatuses()
+	}
+
+	// Readiness answers one question: should a balancer send this replica
+	// new connections. Only what is wrong with this replica itself counts:
+	// its listeners, its front-door login (the specification's rule), no
+	// catalog at all. A backend is shared by every replica: a disconnected
+	// catalog, a probe round that did not finish or an unreachable lock
+	// store would take every replica out at once and cut the catalogs that
+	// still work; they are reported in the body, in
+	// hms_proxy_backend_connected and by the alerts.
 	var reasons []string
 	if probeErr != nil {
-		reasons = append(reasons, probeErr.Error())
+		resp.ProbeError = probeErr.Error()
 	}
 	if len(states) == 0 {
 		reasons = append(reasons, "no backend catalogs reported")
 	}
-	for _, c := range resp.Summary.Disconnected {
-		reasons = append(reasons, "catalog "+strconv.Quote(c)+" not connected")
+	for _, l := range resp.Listeners {
+		if !l.Serving {
+			reasons = append(reasons, "listener "+strconv.Quote(l.Name)+" is not accepting connections")
+		}
 	}
 	if fd := resp.Kerberos.FrontDoor; fd.State != KerberosDisabled && !fd.Healthy {
 		reasons = append(reasons, "front-door Kerberos login is "+fd.State)

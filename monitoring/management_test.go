@@ -20,10 +20,33 @@ import (
 type fakeSource struct {
 	probes  atomic.Int64
 	block   chan struct{} // if non-nil, ProbeBackends waits on it (or ctx)
+	deaf    bool          // ProbeBackends waits on block even past ctx (a probe that hangs)
 	started chan struct{} // receives one value per probe start (buffered)
 
-	mu     sync.Mutex
-	states []BackendState
+	mu        sync.Mutex
+	states    []BackendState
+	listeners []ListenerStatus
+}
+
+// ListenerStatuses makes every fakeSource a ListenerSource (none unless
+// setListener added them).
+func (f *fakeSource) ListenerStatuses() []ListenerStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]ListenerStatus(nil), f.listeners...)
+}
+
+// setListener adds or changes a listener's state.
+func (f *fakeSource) setListener(name string, serving bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.listeners {
+		if f.listeners[i].Name == name {
+			f.listeners[i].Serving = serving
+			return
+		}
+	}
+	f.listeners = append(f.listeners, ListenerStatus{Name: name, Address: "127.0.0.1:9083", Serving: serving})
 }
 
 func newFakeSource(states ...BackendState) *fakeSource {
@@ -36,7 +59,9 @@ func (f *fakeSource) ProbeBackends(ctx context.Context) {
 	f.mu.Lock()
 	block := f.block
 	f.mu.Unlock()
-	if block != nil {
+	if block != nil && f.deaf {
+		<-block
+	} else if block != nil {
 		select {
 		case <-block:
 		case <-ctx.Done():
@@ -104,8 +129,9 @@ type readyz struct {
 		Degraded     int      `json:"degraded"`
 		Disconnected []string `json:"disconnected"`
 	} `json:"summary"`
-	Backends map[string]map[string]any `json:"backends"`
-	Kerberos map[string]map[string]any `json:"kerberos"`
+	Backends  map[string]map[string]any `json:"backends"`
+	Kerberos  map[string]map[string]any `json:"kerberos"`
+	Listeners []map[string]any          `json:"listeners"`
 }
 
 func getReadyz(t *testing.T, base string) (int, readyz) {
@@ -268,19 +294,25 @@ func TestHealthzAndMetricsAnswerWhileReadyzBlocks(t *testing.T) {
 	}
 }
 
-func TestReadyzTransitionsAndNamesDisconnectedBackend(t *testing.T) {
+// A disconnected catalog is reported (summary, its fields, the probe that
+// could not refresh it) but does not make the replica unready: every replica
+// shares that metastore, and failing readiness would take all of them out of
+// the balancer and cut the catalogs that still work (issue 20, item 6). A
+// listener of this replica that does not accept connections does.
+func TestReadyzReportsDisconnectedBackendsAndFailsOnlyForThisReplica(t *testing.T) {
 	src := newFakeSource(
 		BackendState{Catalog: "catalog1", Connected: true, LastSuccessEpochSecond: 1700000000, LatencyEwmaMs: 1.5, LatencyBudgetMs: 30000, CircuitState: "CLOSED", Endpoint: "thrift://h1:9083", RuntimeProfile: "APACHE_3_1_3"},
 		BackendState{Catalog: "catalog2", Connected: false, ConsecutiveFailures: 3, CircuitState: "OPEN", LastError: "dial tcp 10.0.0.2:9083: connection refused"},
 	)
+	src.setListener("primary", true)
 	_, base := startManagement(t, ManagementConfig{Threads: 4, ReadinessCache: 0}, src)
 
 	code, r := getReadyz(t, base)
-	if code != http.StatusServiceUnavailable || r.Ready || r.Status != StatusNotReady {
-		t.Fatalf("want 503 NOT_READY, got %d %+v", code, r)
+	if code != http.StatusOK || !r.Ready || r.Status != StatusReady || r.Reason != "" {
+		t.Fatalf("one catalog down: want 200 READY, got %d %+v", code, r)
 	}
-	if len(r.Summary.Disconnected) != 1 || r.Summary.Disconnected[0] != "catalog2" || !strings.Contains(r.Reason, `"catalog2"`) {
-		t.Fatalf("unready answer must name catalog2: %+v", r)
+	if len(r.Summary.Disconnected) != 1 || r.Summary.Disconnected[0] != "catalog2" || r.Summary.Connected != 1 {
+		t.Fatalf("the summary must name catalog2: %+v", r.Summary)
 	}
 	c2 := r.Backends["catalog2"]
 	if c2["connected"] != false || c2["lastError"] != "dial tcp 10.0.0.2:9083: connection refused" || c2["circuitState"] != "OPEN" || c2["consecutiveFailures"] != float64(3) {
@@ -300,17 +332,51 @@ func TestReadyzTransitionsAndNamesDisconnectedBackend(t *testing.T) {
 			t.Errorf("kerberos %s: %v", side, r.Kerberos[side])
 		}
 	}
-
-	src.setConnected("catalog2", true, "")
-	code, r = getReadyz(t, base)
-	if code != http.StatusOK || !r.Ready || r.Status != StatusReady || r.Summary.Connected != 2 || len(r.Summary.Disconnected) != 0 {
-		t.Fatalf("want 200 READY after reconnect, got %d %+v", code, r)
+	if len(r.Listeners) != 1 || r.Listeners[0]["name"] != "primary" || r.Listeners[0]["serving"] != true {
+		t.Errorf("listeners: %v", r.Listeners)
 	}
 
+	// Every catalog down is still the backends' business.
 	src.setConnected("catalog1", false, "timeout")
+	if code, r = getReadyz(t, base); code != http.StatusOK || len(r.Summary.Disconnected) != 2 {
+		t.Fatalf("every catalog down: want 200 with both named, got %d %+v", code, r)
+	}
+
+	src.setListener("primary", false)
 	code, r = getReadyz(t, base)
-	if code != http.StatusServiceUnavailable || r.Summary.Disconnected[0] != "catalog1" {
-		t.Fatalf("want 503 naming catalog1, got %d %+v", code, r)
+	if code != http.StatusServiceUnavailable || r.Ready || r.Status != StatusNotReady ||
+		r.Reason != `listener "primary" is not accepting connections` {
+		t.Fatalf("listener down: want 503 naming it (and nothing else), got %d %+v", code, r)
+	}
+	src.setListener("primary", true)
+	if code, _ = getReadyz(t, base); code != http.StatusOK {
+		t.Fatalf("listener back: %d", code)
+	}
+}
+
+// A probe round that does not finish is the backends' business too: it is
+// reported in probeError, the answer stays READY.
+func TestReadyzProbeTimeoutIsReportedNotFatal(t *testing.T) {
+	src := newFakeSource(BackendState{Catalog: "catalog1", Connected: true})
+	release := make(chan struct{})
+	src.setBlock(release)
+	src.deaf = true // a probe that does not even honour its timeout
+	_, base := startManagement(t, ManagementConfig{ProbeTimeout: 50 * time.Millisecond}, src)
+	t.Cleanup(func() { close(release) }) // before the listener's shutdown waits for the probe
+	resp, err := client.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status     string `json:"status"`
+		ProbeError string `json:"probeError"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || r.Status != StatusReady || !strings.Contains(r.ProbeError, "did not finish") {
+		t.Fatalf("a hanging probe: %d %+v", resp.StatusCode, r)
 	}
 }
 
@@ -322,7 +388,7 @@ func TestReadyzPerBackendFieldsAreLiveEvenWhenCached(t *testing.T) {
 	}
 	src.setConnected("catalog1", false, "broken pipe")
 	code, r := getReadyz(t, base)
-	if code != http.StatusServiceUnavailable || r.Backends["catalog1"]["lastError"] != "broken pipe" {
+	if code != http.StatusOK || r.Backends["catalog1"]["lastError"] != "broken pipe" || r.Summary.Disconnected[0] != "catalog1" {
 		t.Fatalf("per-backend state must be live: %d %+v", code, r)
 	}
 	if src.probes.Load() != 1 {

@@ -68,11 +68,17 @@ func TestReadinessMetricsFollowReadyz(t *testing.T) {
 		`hms_proxy_ready`: 1, `hms_proxy_readiness_checks_total{result="ready"}`: 1, `hms_proxy_readiness_transitions_total`: 0,
 	})
 
-	// The connectivity gauge is live: it drops before anyone asks /readyz.
+	// The connectivity gauge is live: it drops before anyone asks /readyz,
+	// and a lost catalog leaves readiness alone (every replica shares it).
 	src.setConnected("catalog2", false, "connection refused")
 	wantSamples(t, "catalog2 lost", scrape(t, base), map[string]float64{
 		`hms_proxy_backend_connected{catalog="catalog2"}`: 0, `hms_proxy_backend_connected{catalog="catalog1"}`: 1, `hms_proxy_ready`: 1,
 	})
+	if code, _ := getReadyz(t, base); code != 200 {
+		t.Fatalf("/readyz %d with catalog2 lost, want 200", code)
+	}
+	// This replica's own listener down: NOT_READY.
+	src.setListener("primary", false)
 	for range 2 {
 		if code, _ := getReadyz(t, base); code != 503 {
 			t.Fatalf("/readyz %d, want 503", code)
@@ -81,10 +87,11 @@ func TestReadinessMetricsFollowReadyz(t *testing.T) {
 	wantSamples(t, "after NOT_READY twice", scrape(t, base), map[string]float64{
 		`hms_proxy_ready`: 0, `hms_proxy_readiness_checks_total{result="not_ready"}`: 2, `hms_proxy_readiness_transitions_total`: 1,
 	})
+	src.setListener("primary", true)
 	src.setConnected("catalog2", true, "")
 	getReadyz(t, base)
 	wantSamples(t, "recovered", scrape(t, base), map[string]float64{
-		`hms_proxy_ready`: 1, `hms_proxy_readiness_checks_total{result="ready"}`: 2, `hms_proxy_readiness_transitions_total`: 2,
+		`hms_proxy_ready`: 1, `hms_proxy_readiness_checks_total{result="ready"}`: 3, `hms_proxy_readiness_transitions_total`: 2,
 		`hms_proxy_backend_connected{catalog="catalog2"}`: 1,
 	})
 }

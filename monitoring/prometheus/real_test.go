@@ -116,12 +116,19 @@ var httpClient = &http.Client{Timeout: 30 * time.Second}
 
 func readyz(t *testing.T, p *proxytest.Proxy) int {
 	t.Helper()
+	code, _ := readyzBody(t, p)
+	return code
+}
+
+func readyzBody(t *testing.T, p *proxytest.Proxy) (int, string) {
+	t.Helper()
 	resp, err := httpClient.Get(p.ManagementURL() + "/readyz")
 	if err != nil {
 		t.Fatalf("/readyz: %v", err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // waitScrapes waits until Prometheus has scraped the proxy n more times.
@@ -278,9 +285,17 @@ func TestAlertRulesAgainstRealPrometheusAndProxy(t *testing.T) {
 
 	// One round of what production does to the proxy; counters born in the
 	// first round get their rate from the second.
+	// A balancer's health check: deadcat and slowcat are broken, which
+	// every replica would share, so this replica stays READY (issue 20).
+	ready := func(when string) {
+		t.Helper()
+		if code := readyz(t, p); code != http.StatusOK {
+			t.Errorf("/readyz %s: %d, want 200 (backends never make a replica unready)", when, code)
+		}
+	}
 	round := func(scale int) {
 		t.Helper()
-		readyz(t, p) // a balancer's health check: NOT_READY (deadcat, slowcat)
+		ready("with deadcat and slowcat broken")
 		for range 20 * scale {
 			if _, err := good.GetDatabase(ctx, "default"); err != nil {
 				t.Errorf("catalog1 get_database: %v", err)
@@ -314,7 +329,7 @@ func TestAlertRulesAgainstRealPrometheusAndProxy(t *testing.T) {
 			io.Copy(io.Discard, c)
 			c.Close()
 		}
-		readyz(t, p)
+		ready("after a round")
 	}
 	if err := prom.WaitForScrapes(2, 60*time.Second); err != nil {
 		t.Fatal(err)
@@ -323,6 +338,35 @@ func TestAlertRulesAgainstRealPrometheusAndProxy(t *testing.T) {
 	waitScrapes(t, prom, 3)
 	round(3)
 	waitScrapes(t, prom, 3)
+
+	// A catalog that goes away and comes back a few times while a balancer
+	// keeps asking /readyz: readiness does not follow it (no connection is
+	// moved), so HmsProxyReadinessFlapping stays quiet; its firing case is
+	// in alerts_test.yml.
+	for range 3 {
+		flap.set(refuse)
+		if _, err := good.GetDatabase(ctx, "flapcat__default"); err == nil {
+			t.Error("flapcat answered while refusing")
+		}
+		ready("with flapcat gone")
+		waitScrapes(t, prom, 1)
+		flap.set(forward)
+		ready("with flapcat back")
+		waitScrapes(t, prom, 1)
+	}
+
+	// This replica's own fault: a listener that no longer accepts
+	// connections makes it NOT_READY, naming the listener.
+	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
+	if err := p.Listener("small").Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	scancel()
+	if code, body := readyzBody(t, p); code != http.StatusServiceUnavailable || !strings.Contains(body, `listener \"small\" is not accepting connections`) {
+		t.Fatalf("/readyz with listener small closed: %d %s", code, body)
+	}
+	waitScrapes(t, prom, 2)
+	readyz(t, p)
 
 	// Every metric a rule uses is exported (or known not to be yet).
 	scraped := map[string]bool{"up": true} // Prometheus' own, per target
@@ -436,32 +480,4 @@ func TestAlertRulesAgainstRealPrometheusAndProxy(t *testing.T) {
 			t.Logf("%-32s %-8s %s", r.Alert, a.State, strings.Join(sets, " "))
 		}
 	}
-
-	// Flapping: the backends recover, then flapcat goes away and comes back
-	// a few times while a balancer keeps asking /readyz.
-	dead.set(forward)
-	slow.set(forward)
-	deadline := time.Now().Add(60 * time.Second)
-	for readyz(t, p) != http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatal("the proxy did not become READY after its backends recovered")
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	for range 3 {
-		flap.set(refuse)
-		if code := readyz(t, p); code != http.StatusServiceUnavailable {
-			t.Errorf("/readyz with flapcat gone: %d", code)
-		}
-		waitScrapes(t, prom, 1)
-		flap.set(forward)
-		for readyz(t, p) != http.StatusOK {
-			if time.Now().After(deadline.Add(60 * time.Second)) {
-				t.Fatal("flapcat did not reconnect")
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		waitScrapes(t, prom, 1)
-	}
-	activeAlerts(t, prom, map[string][]map[string]string{"HmsProxyReadinessFlapping": {inst}}, 30*time.Second)
 }

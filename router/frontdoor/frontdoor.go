@@ -98,10 +98,11 @@ type Listener struct {
 	log   *slog.Logger
 	hooks Hooks
 
-	ln      net.Listener
-	workers chan struct{}
-	waiting atomic.Int32
-	outs    sync.Pool // reply buffers of calls in progress
+	ln        net.Listener
+	accepting atomic.Bool // bound, accept loop running, not draining
+	workers   chan struct{}
+	waiting   atomic.Int32
+	outs      sync.Pool // reply buffers of calls in progress
 
 	perSourceLog rate.Sometimes // the WARN of per-source refusals, rate-limited
 
@@ -163,6 +164,7 @@ func (l *Listener) Start() error {
 		return fmt.Errorf("listener %s: cannot bind %s: %w", listenerName(l.cfg), addr, err)
 	}
 	l.ln = ln
+	l.accepting.Store(true)
 	l.acceptWG.Add(1)
 	go l.accept()
 	return nil
@@ -171,8 +173,16 @@ func (l *Listener) Start() error {
 // Addr is the bound address.
 func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
 
+// Name is the listener's name ("primary" for the primary listener).
+func (l *Listener) Name() string { return listenerName(l.cfg) }
+
+// Serving reports whether the listener accepts connections: bound by Start,
+// its accept loop running, and no drain begun (readiness reports it).
+func (l *Listener) Serving() bool { return l.accepting.Load() }
+
 func (l *Listener) accept() {
 	defer l.acceptWG.Done()
+	defer l.accepting.Store(false)
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
@@ -489,6 +499,7 @@ func (l *Listener) bad(info *router.ConnInfo, reason, detail string) {
 // calls finish and closes their connections after the reply; at the context
 // deadline it closes whatever is left.
 func (l *Listener) Shutdown(ctx context.Context) error {
+	l.accepting.Store(false)
 	l.mu.Lock()
 	l.closing = true
 	for cn := range l.conns {

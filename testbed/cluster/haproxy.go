@@ -170,6 +170,8 @@ type ServerState struct {
 	Sessions        int    // current sessions (scur)
 	TotalSessions   int    // stot
 	CheckStatus     string // e.g. L7OK, L7STS (a /readyz that answered 503), L4CON
+	FailedChecks    int    // chkfail: health checks that failed
+	WentDown        int    // chkdown: UP to DOWN transitions
 }
 
 // States returns every server of every backend.
@@ -196,8 +198,10 @@ func (h *HAProxy) States() ([]ServerState, error) {
 		}
 		scur, _ := strconv.Atoi(rec[col["scur"]])
 		stot, _ := strconv.Atoi(rec[col["stot"]])
+		chkfail, _ := strconv.Atoi(rec[col["chkfail"]])
+		chkdown, _ := strconv.Atoi(rec[col["chkdown"]])
 		states = append(states, ServerState{Backend: rec[col["pxname"]], Server: sv, Status: rec[col["status"]],
-			Sessions: scur, TotalSessions: stot, CheckStatus: rec[col["check_status"]]})
+			Sessions: scur, TotalSessions: stot, CheckStatus: rec[col["check_status"]], FailedChecks: chkfail, WentDown: chkdown})
 	}
 	return states, nil
 }

@@ -49,9 +49,15 @@ func proxyBinary(t *testing.T) string {
 // a real ZooKeeper, over catalog1 (hms1) and catalog2 (hms2).
 func startCluster(t *testing.T, zk *testbed.ZooKeeper, props map[string]string) *cluster.Cluster {
 	t.Helper()
+	return startClusterOf(t, zk, props, cluster.Catalog{Name: "catalog1", URI: hms1.URI}, cluster.Catalog{Name: "catalog2", URI: hms2.URI})
+}
+
+// startClusterOf is startCluster over other catalogs (the first is the
+// default catalog).
+func startClusterOf(t *testing.T, zk *testbed.ZooKeeper, props map[string]string, cats ...cluster.Catalog) *cluster.Cluster {
+	t.Helper()
 	c, err := cluster.Start(cluster.Options{Binary: proxyBinary(t), Dir: t.TempDir(), Replicas: 3,
-		Catalogs:  []cluster.Catalog{{Name: "catalog1", URI: hms1.URI}, {Name: "catalog2", URI: hms2.URI}},
-		ZooKeeper: zk.Addr, LockZnode: "/" + uniq("locks"), Props: props})
+		Catalogs: cats, ZooKeeper: zk.Addr, LockZnode: "/" + uniq("locks"), Props: props})
 	if err != nil {
 		t.Fatal(err)
 	}
