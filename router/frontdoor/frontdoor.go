@@ -116,7 +116,7 @@ type Listener struct {
 
 type conn struct {
 	c      net.Conn
-	busy   bool
+	idle   bool // waiting for the first byte of its next call (the drain closes it there)
 	src    string
 	remote string             // the client's address when it is not c's (in-process callers)
 	id     *security.Identity // an identity established before the connection reached the listener
@@ -336,13 +336,22 @@ func (l *Listener) serve(cn *conn) {
 		rd = wire.NewLazyReader(cn.c, l.cfg.MaxMessage, l.cfg.Budget)
 		peek = rd.Peek
 	}
+	buffered := func() int {
+		if r != nil {
+			return r.Buffered()
+		}
+		return rd.Buffered()
+	}
 	var in wire.Message // reused: a message is served before the next is read
 	first := true
 	for {
-		if l.cfg.ClientSocketTimeout > 0 {
-			_ = cn.c.SetReadDeadline(time.Now().Add(l.cfg.ClientSocketTimeout))
-		} else {
-			_ = cn.c.SetReadDeadline(time.Time{})
+		draining, err := l.awaitCall(cn, peek, buffered)
+		if errors.Is(err, errDrained) {
+			return // closed by the drain before anything of a next call was read
+		}
+		if err != nil {
+			l.readFailed(cn, info, err)
+			return
 		}
 		// (with Auth, the SASL negotiation already answered anything that was not SASL)
 		if first && l.cfg.Auth == nil {
@@ -354,7 +363,6 @@ func (l *Listener) serve(cn *conn) {
 			}
 		}
 		var msg *wire.Message
-		var err error
 		if l.cfg.Framed {
 			msg, err = wire.ReadFramedCall(r, wire.Limits{MaxMessage: l.cfg.MaxMessage}, l.cfg.Strict)
 		} else {
@@ -367,7 +375,6 @@ func (l *Listener) serve(cn *conn) {
 		// The read deadline only bounds waiting for the next request; a long
 		// call (drop_table with purge) reads nothing, so it is left as is
 		// and the next read sets a new one.
-		l.setBusy(cn, true)
 		outp := l.outs.Get().(*[]byte)
 		out := (*outp)[:0]
 		if l.admit() {
@@ -394,15 +401,92 @@ func (l *Listener) serve(cn *conn) {
 			*outp = out[:0]
 			l.outs.Put(outp)
 		}
-		stop := l.setBusy(cn, false)
 		if err != nil {
 			l.log.Debug("client went away while the reply was written", "remote", info.Remote, "err", err)
 			return
 		}
-		if stop {
-			return
+		if draining {
+			return // the call read during the drain is answered; nothing more is read
 		}
 	}
+}
+
+// errDrained: the drain closed an idle connection.
+var errDrained = errors.New("closed by the drain")
+
+// awaitCall waits for the first byte of a connection's next call. This is
+// where the drain closes a connection: a listener that is closing reads
+// nothing more from it, and Shutdown wakes this wait (a read deadline in the
+// past) so an idle connection closes at once, before its client sends
+// anything else. A call of which anything was read, or was waiting in the
+// socket when the drain woke the wait, is read whole and answered, and the
+// connection closes after that answer (draining true). So a client is never
+// left waiting on a call nobody will answer: either its call is answered, or
+// its connection was closed before the call was read (which its client
+// library reports as a transport error and may retry elsewhere).
+//
+// The state changes under l.mu, which Shutdown holds while it looks at
+// every connection: a wait it did not see idle cannot begin after it (the
+// closing check), and the deadline it set is never overwritten.
+func (l *Listener) awaitCall(cn *conn, peek func(int) ([]byte, error), buffered func() int) (draining bool, err error) {
+	l.mu.Lock()
+	if l.closing {
+		l.mu.Unlock()
+		// The drain began between two calls: the same rule as for a wait
+		// it woke.
+		if buffered() == 0 && !pendingInput(cn.c) {
+			return true, errDrained
+		}
+		l.setIdleDeadline(cn.c)
+		_, err = peek(1)
+		return true, err
+	}
+	cn.idle = true
+	l.setIdleDeadline(cn.c)
+	l.mu.Unlock()
+	_, err = peek(1)
+	l.mu.Lock()
+	cn.idle = false
+	draining = l.closing
+	l.mu.Unlock()
+	if !draining {
+		return false, err
+	}
+	if err != nil {
+		if !isTimeout(err) {
+			return true, err
+		}
+		// The drain woke the wait: a call whose bytes are here already was
+		// sent before the connection closed, so it is answered; otherwise
+		// the connection closes without reading more.
+		if buffered() == 0 && !pendingInput(cn.c) {
+			return true, errDrained
+		}
+		l.setIdleDeadline(cn.c)
+		if _, err = peek(1); err != nil {
+			return true, err
+		}
+		return true, nil
+	}
+	// The first byte arrived before the drain woke the wait (or as it did):
+	// the rest of that call is read without the drain's past deadline.
+	l.setIdleDeadline(cn.c)
+	return true, nil
+}
+
+// setIdleDeadline bounds the wait for (and the reading of) the next call:
+// server.client-socket-timeout-ms, or none.
+func (l *Listener) setIdleDeadline(c net.Conn) {
+	if l.cfg.ClientSocketTimeout > 0 {
+		_ = c.SetReadDeadline(time.Now().Add(l.cfg.ClientSocketTimeout))
+	} else {
+		_ = c.SetReadDeadline(time.Time{})
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // authenticate runs the listener's handshake on a new connection; on success
@@ -442,15 +526,6 @@ func isHTTP(head []byte) bool {
 		}
 	}
 	return false
-}
-
-// setBusy marks the connection; it reports whether the listener is closing
-// (an idle connection then ends).
-func (l *Listener) setBusy(cn *conn, busy bool) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	cn.busy = busy
-	return l.closing
 }
 
 func (l *Listener) readFailed(cn *conn, info *router.ConnInfo, err error) {
@@ -495,15 +570,16 @@ func (l *Listener) bad(info *router.ConnInfo, reason, detail string) {
 	}
 }
 
-// Shutdown stops accepting, closes idle connections at once, lets in-flight
-// calls finish and closes their connections after the reply; at the context
-// deadline it closes whatever is left.
+// Shutdown stops accepting, closes idle connections at once (before
+// anything more is read from them), lets the calls in flight, and a call
+// whose bytes had arrived, finish and closes their connections after the
+// reply (see awaitCall); at the context deadline it closes whatever is left.
 func (l *Listener) Shutdown(ctx context.Context) error {
 	l.accepting.Store(false)
 	l.mu.Lock()
 	l.closing = true
 	for cn := range l.conns {
-		if !cn.busy {
+		if cn.idle {
 			_ = cn.c.SetReadDeadline(time.Now())
 		}
 	}

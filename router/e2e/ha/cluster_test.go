@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/thrift/lib/go/thrift"
+
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
@@ -410,4 +412,97 @@ func readyz(t *testing.T, base string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// Issue 20, item 8, on a real proxy and metastores: a connection that is
+// idle when SIGTERM's drain begins, then sends an alter_table. The drain is
+// held open by a call in flight on a frozen metastore, so a call nobody
+// answers would wait until the proxy exits: the alter must come back while
+// the drain still runs, either answered (and applied) or failed as a
+// transport error (and not applied, read back directly from the metastore).
+func TestDrainAnswersOrClosesAnIdleConnectionNeverBoth(t *testing.T) {
+	needHive(t)
+	db := uniq("drain")
+	direct := proxytest.Client(t, hms1.URI)
+	if err := direct.CreateDatabase(ctx(t), &thriftgen.Database{Name: db}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = direct.DropDatabase(context.Background(), db, true, true) })
+	tbl := &thriftgen.Table{TableName: "t", DbName: db, TableType: "EXTERNAL_TABLE",
+		Parameters: map[string]string{"EXTERNAL": "TRUE"},
+		Sd: &thriftgen.StorageDescriptor{Cols: []*thriftgen.FieldSchema{{Name: "id", Type: "bigint"}},
+			InputFormat:  "org.apache.hadoop.mapred.TextInputFormat",
+			OutputFormat: "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+			SerdeInfo:    &thriftgen.SerDeInfo{SerializationLib: "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"}}}
+	if err := direct.CreateTable(ctx(t), tbl); err != nil {
+		t.Fatal(err)
+	}
+	p := proxytest.Start(t, catalogProps("catalog1", "catalog2"))
+	idle := proxytest.Client(t, p.URI("primary"))
+	got, err := idle.GetTable(ctx(t), db, "t") // a call; the connection is idle after it
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := proxytest.Client(t, p.URI("primary"))
+	if _, err := busy.GetDatabase(ctx(t), "catalog2__default"); err != nil {
+		t.Fatal(err)
+	}
+	if err := hms2.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = hms2.Resume()
+		}
+	}()
+	inFlight := make(chan error, 1)
+	go func() { _, err := busy.GetDatabase(context.Background(), "catalog2__default"); inFlight <- err }()
+	shut := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		shut <- p.Shutdown(sctx)
+	}()
+	for deadline := time.Now().Add(time.Minute); p.Listener("primary").Serving(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the drain did not begin within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	got.Parameters["drained"] = "yes"
+	alter := make(chan error, 1)
+	go func() { alter <- idle.AlterTable(context.Background(), db, "t", got) }()
+	var alterErr error
+	select {
+	case alterErr = <-alter:
+	case err := <-shut:
+		t.Fatalf("the drain ended (%v) while the call in flight still waited on the frozen metastore", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("alter_table on a connection idle at the drain's start is still waiting 2 minutes later: nobody answers it")
+	}
+	if err := hms2.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	if err := <-inFlight; err != nil {
+		t.Errorf("the call in flight during the drain: %v", err)
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+	after, err := direct.GetTable(ctx(t), db, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := after.Parameters["drained"] == "yes"
+	var te thrift.TTransportException
+	switch {
+	case alterErr == nil && applied:
+		t.Log("the alter's bytes were already in the socket when the drain reached the connection: answered and applied")
+	case alterErr != nil && !applied && errors.As(alterErr, &te):
+		t.Logf("the drain closed the idle connection before reading the alter: %v (not applied)", alterErr)
+	default:
+		t.Fatalf("alter_table during the drain: error %v, applied %v: want answered and applied, or a transport error and not applied", alterErr, applied)
+	}
 }
