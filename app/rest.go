@@ -38,7 +38,7 @@ func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.L
 	m := a.Metrics
 	inner := frontdoor.New(frontdoor.Config{Name: restListenerName, MaxWorkers: max(rc.MaxWorkerThreads, 1),
 		ClientSocketTimeout: 5 * time.Minute, MaxMessage: int(cfg.Server.MaxMessageSize), Strict: strict, Budget: a.Budget},
-		&router.Frontend{Name: restListenerName}, &a.sw, log,
+		&router.Frontend{Name: restListenerName, Internal: true}, &a.sw, log,
 		frontdoor.Hooks{BadInput: func(reason string) { m.BadFrame(restListenerName, reason) },
 			Refused:  func(reason string) { m.FrontendRefused(restListenerName, reason) },
 			InFlight: func(d int) { m.FrontendInFlight(restListenerName, d) }})

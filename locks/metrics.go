@@ -38,7 +38,7 @@ const (
 	ResultTxnOpen     = "txn_open"     // unlock of a granted lock that belongs to a transaction
 	ResultError       = "error"        // the store failed
 	ResultExpired     = "expired"      // cleanup: the sweep removed a lock whose heartbeats stopped
-	ResultOrphan      = "orphan"       // cleanup: a node of an unknown format or a lost creation removed
+	ResultOrphan      = "orphan"       // cleanup: a node of an unknown format, a lost creation, or a lock whose instance ended before answering it removed
 )
 
 // Metrics are the shim's Prometheus metrics. A nil *Metrics records nothing.

@@ -80,8 +80,18 @@ type Record struct {
 	LinkedRequest []byte // the default catalog's part, opaque to the shim (nil: none)
 	LinkedLockID  int64  // the default catalog's lock id of that part once taken (0: not yet)
 
-	version int32 // store version of the record as read; compare-and-set on update
-	seq     uint32
+	// Pending: nobody outside the instance that took the lock has its answer
+	// yet (or, for a lock the instance holds for itself, ever will). A store
+	// with sessions ties a pending record to the creating instance's session
+	// (the ZooKeeper store: an ephemeral marker named by Token), so another
+	// instance tells a lock whose requester can no longer get its answer
+	// (the instance died mid-call) from a live one and removes it at once
+	// instead of after the heartbeat timeout (issue 20, item 7).
+	Pending bool
+
+	version       int32 // store version of the record as read; compare-and-set on update
+	seq           uint32
+	pendingStored bool // Pending as the store holds it (its marker exists while true)
 }
 
 func (r *Record) clone() *Record {
@@ -127,6 +137,7 @@ type recordJSON struct {
 	// encoding/json writes []byte as base64
 	LinkedRequest []byte `json:"linkedRequest,omitempty"`
 	LinkedLockID  int64  `json:"linkedLockId,omitempty"`
+	Pending       bool   `json:"pending,omitempty"`
 }
 
 type componentJSON struct {
@@ -143,7 +154,7 @@ const recordFormat = 1
 func encodeRecord(r *Record) ([]byte, error) {
 	j := recordJSON{Format: recordFormat, TxnID: r.TxnID, User: r.User, Host: r.Host, Agent: r.Agent, State: r.State,
 		CreatedMs: r.CreatedMs, HeartbeatMs: r.HeartbeatMs, AcquiredMs: r.AcquiredMs, BlockedBy: r.BlockedBy,
-		Owner: r.Owner, Token: r.Token, LinkedRequest: r.LinkedRequest, LinkedLockID: r.LinkedLockID}
+		Owner: r.Owner, Token: r.Token, LinkedRequest: r.LinkedRequest, LinkedLockID: r.LinkedLockID, Pending: r.Pending}
 	for _, c := range r.Components {
 		cj := componentJSON{Catalog: c.Catalog, DB: c.DB, Table: c.Table, Partition: c.Partition, Type: c.Type.String()}
 		if c.Operation != nil {
@@ -193,7 +204,7 @@ func decodeRecord(b []byte) (*Record, error) {
 	}
 	r := &Record{TxnID: j.TxnID, User: j.User, Host: j.Host, Agent: j.Agent, State: j.State, CreatedMs: j.CreatedMs,
 		HeartbeatMs: j.HeartbeatMs, AcquiredMs: j.AcquiredMs, BlockedBy: j.BlockedBy, Owner: j.Owner, Token: j.Token,
-		LinkedRequest: j.LinkedRequest, LinkedLockID: j.LinkedLockID}
+		LinkedRequest: j.LinkedRequest, LinkedLockID: j.LinkedLockID, Pending: j.Pending, pendingStored: j.Pending}
 	for _, cj := range j.Components {
 		t, ok := lockTypeByName(cj.Type)
 		if !ok {
@@ -231,6 +242,9 @@ func (r *Record) describe() string {
 	}
 	if r.LinkedLockID != 0 {
 		s += fmt.Sprintf(" (with default-catalog lockid:%d)", r.LinkedLockID)
+	}
+	if r.Pending {
+		s += " (not answered yet, owner " + r.Owner + ")"
 	}
 	return s + " " + r.State + " [" + strings.Join(parts, ", ") + "]"
 }

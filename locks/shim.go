@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -311,10 +312,32 @@ func (s *Shim) record(parts []Request) (*Record, bool, bool, error) {
 // Lock takes a lock over the given catalogs' parts: one record, one id, granted
 // together or not at all. The answer is ACQUIRED, WAITING (poll with
 // CheckLock) or, under Hive 4 rules, NOT_ACQUIRED for a zero-wait read or an
-// exclusive CTAS that would have to wait.
+// exclusive CTAS that would have to wait. The caller's client gets the answer
+// (AnswerNow).
 func (s *Shim) Lock(ctx context.Context, parts ...Request) (*thriftgen.LockResponse, error) {
-	return s.LockLinked(ctx, nil, parts...)
+	return s.LockAs(ctx, AnswerNow, nil, parts...)
 }
+
+// AnswerMode says who gets a new lock's answer, and so how long the lock
+// stays pending (Record.Pending): tied to this instance's store session, so
+// that the lock ends with this instance if nobody else can know its id.
+type AnswerMode int
+
+const (
+	// AnswerNow: a client gets the answer of this lock call; the lock
+	// belongs to it from then on (heartbeat, check, unlock through any
+	// instance). The record leaves the pending state in the write that
+	// records the decision, before the caller answers.
+	AnswerNow AnswerMode = iota
+	// AnswerLater: the caller still has work to do before its client gets
+	// the answer (a combined lock's default-catalog part): the record stays
+	// pending until Answered, or until it is unlocked or discarded.
+	AnswerLater
+	// AnswerNever: this instance holds the lock for itself (the Iceberg
+	// pointer guard, a REST commit); no client ever has its id, so it stays
+	// pending for its whole life and ends with this instance at the latest.
+	AnswerNever
+)
 
 // LockLinked is Lock for a combined lock, one that also names the default
 // catalog: linked is the default catalog's part (opaque to the shim, kept in
@@ -326,20 +349,76 @@ func (s *Shim) Lock(ctx context.Context, parts ...Request) (*thriftgen.LockRespo
 // for earlier entries: two combined locks can never wait for each other in a
 // cycle across the two queues.
 func (s *Shim) LockLinked(ctx context.Context, linked []byte, parts ...Request) (*thriftgen.LockResponse, error) {
+	return s.LockAs(ctx, AnswerNow, linked, parts...)
+}
+
+// LockAs is LockLinked with the AnswerMode of the lock call. The record is
+// created pending (see Record.Pending): an instance killed between taking
+// the lock and answering leaves a lock that another instance removes as soon
+// as the store sees that instance's session end, not after the lock timeout.
+func (s *Shim) LockAs(ctx context.Context, mode AnswerMode, linked []byte, parts ...Request) (*thriftgen.LockResponse, error) {
 	r, zeroWait, exclCTAS, err := s.record(parts)
 	if err != nil {
 		return nil, err
 	}
 	r.LinkedRequest = linked
+	r.Pending = true
 	id, err := s.store.Create(ctx, r)
 	if err != nil {
 		return nil, s.storeFailure(OpAcquire, r.catalogs(), err)
 	}
-	r.ID, r.seq, r.version = id, uint32(id), 0
+	r.ID, r.seq, r.version, r.pendingStored = id, uint32(id), 0, true
 	s.metrics.addActive(s.mode, 1)
-	resp, _, err := s.decide(ctx, r, true, zeroWait, exclCTAS)
+	resp, _, err := s.decide(ctx, r, true, zeroWait, exclCTAS, mode == AnswerNow)
+	if errors.Is(err, ErrSessionLost) {
+		err = s.lostAnswer(ctx, r, err)
+	}
 	s.count(OpAcquire, r, resp, err)
 	return resp, err
+}
+
+// Answered ends the pending state of a lock taken with AnswerLater: its
+// client gets the answer now. A lock that is gone (discarded meanwhile)
+// answers NoSuchLockException; one whose store session ended meanwhile
+// is removed and answers a store error (another instance may already have
+// removed it as an orphan: it must not be answered).
+func (s *Shim) Answered(ctx context.Context, lockID int64) error {
+	for attempt := 0; ; attempt++ {
+		r, err := s.store.Get(ctx, lockID)
+		if errors.Is(err, ErrNotFound) {
+			return noSuchLock(lockID)
+		}
+		if err != nil {
+			return s.storeFailure(OpAcquire, nil, err)
+		}
+		if !r.Pending {
+			return nil
+		}
+		r.Pending = false
+		err = s.store.Update(ctx, r)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, ErrChanged) && attempt < casAttempts:
+			continue
+		case errors.Is(err, ErrNotFound):
+			return noSuchLock(lockID)
+		case errors.Is(err, ErrSessionLost):
+			return s.lostAnswer(ctx, r, err)
+		}
+		return s.storeFailure(OpAcquire, r.catalogs(), err)
+	}
+}
+
+// lostAnswer removes a lock whose pending state could not be ended because
+// this instance's store session ended under it, and gives the error its
+// client gets instead of the lock.
+func (s *Shim) lostAnswer(ctx context.Context, r *Record, cause error) error {
+	r.pendingStored = false // its marker is gone with the session
+	if err := s.store.Delete(ctx, r, false); err == nil {
+		s.metrics.addActive(s.mode, -1)
+	}
+	return s.storeFailure(OpAcquire, r.catalogs(), fmt.Errorf("%w while the lock was being taken: it was removed, try again", cause))
 }
 
 // Held is what the router needs to know about a shim lock besides its state.
@@ -376,7 +455,7 @@ func (s *Shim) Check(ctx context.Context, lockID int64) (*thriftgen.LockResponse
 		return nil, Held{}, s.storeFailure(OpCheckLock, nil, err)
 	}
 	s.noteHandoff(OpCheckLock, r)
-	resp, cur, err := s.decide(ctx, r, false, false, false)
+	resp, cur, err := s.decide(ctx, r, false, false, false, false)
 	s.count(OpCheckLock, r, resp, err)
 	if err != nil {
 		return nil, Held{}, err
@@ -447,7 +526,11 @@ func (s *Shim) Discard(ctx context.Context, lockID int64) error {
 
 // decide judges a record against every earlier lock and writes the outcome
 // (state, heartbeat) with compare-and-set, re-reading when it lost the race.
-func (s *Shim) decide(ctx context.Context, r *Record, atLock, zeroWait, exclCTAS bool) (*thriftgen.LockResponse, *Record, error) {
+// With answer (a lock call whose client gets this answer) the write also
+// ends the record's pending state. An earlier lock that blocks r and turns
+// out to be an orphan (pending, its instance's session over) is removed on
+// the way.
+func (s *Shim) decide(ctx context.Context, r *Record, atLock, zeroWait, exclCTAS, answer bool) (*thriftgen.LockResponse, *Record, error) {
 	op := OpCheckLock
 	if atLock {
 		op = OpAcquire
@@ -472,9 +555,10 @@ func (s *Shim) decide(ctx context.Context, r *Record, atLock, zeroWait, exclCTAS
 			if err != nil {
 				return nil, nil, s.storeFailure(op, r.catalogs(), err)
 			}
-			var found bool
-			blockedBy, blockedComp, found = s.rules.blocker(r, earlier, zeroWait)
-			granted = !found
+			if blockedBy, blockedComp, err = s.blocker(ctx, r, earlier, zeroWait); err != nil {
+				return nil, nil, s.storeFailure(op, r.catalogs(), err)
+			}
+			granted = blockedBy == nil
 		}
 		if !granted && atLock && r.TxnID != 0 &&
 			(exclCTAS || (zeroWait && blockedComp.Type == thriftgen.LockType_SHARED_READ)) {
@@ -483,6 +567,9 @@ func (s *Shim) decide(ctx context.Context, r *Record, atLock, zeroWait, exclCTAS
 		}
 		now := s.now().UnixMilli()
 		changed := !atLock // check_lock always heartbeats
+		if answer && r.Pending {
+			r.Pending, changed = false, true
+		}
 		if granted && r.State != stateAcquired {
 			r.State, r.AcquiredMs, r.BlockedBy, changed = stateAcquired, now, 0, true
 		}
@@ -498,6 +585,9 @@ func (s *Shim) decide(ctx context.Context, r *Record, atLock, zeroWait, exclCTAS
 			if errors.Is(err, ErrNotFound) {
 				return nil, nil, noSuchLock(r.ID)
 			}
+			if errors.Is(err, ErrSessionLost) {
+				return nil, r, err
+			}
 			if err != nil {
 				return nil, nil, s.storeFailure(op, r.catalogs(), err)
 			}
@@ -507,6 +597,42 @@ func (s *Shim) decide(ctx context.Context, r *Record, atLock, zeroWait, exclCTAS
 			state = thriftgen.LockState_ACQUIRED
 		}
 		return &thriftgen.LockResponse{Lockid: r.ID, State: state}, r, nil
+	}
+}
+
+// blocker is the earlier lock r waits for (nil: none). A blocker that is an
+// orphan, a pending lock whose instance's store session ended before it
+// answered anyone, is removed and the next one looked at: nobody can ever
+// check, heartbeat or unlock it, so keeping it would stall every writer of
+// the object until the lock timeout.
+func (s *Shim) blocker(ctx context.Context, r *Record, earlier []*Record, zeroWait bool) (*Record, Component, error) {
+	for {
+		b, comp, found := s.rules.blocker(r, earlier, zeroWait)
+		if !found {
+			return nil, Component{}, nil
+		}
+		if !b.Pending {
+			return b, comp, nil
+		}
+		orphan, err := s.store.Orphaned(ctx, b)
+		if err != nil {
+			return nil, Component{}, err
+		}
+		if !orphan {
+			return b, comp, nil
+		}
+		switch err := s.store.Delete(ctx, b, true); {
+		case err == nil:
+			s.metrics.addActive(s.mode, -1)
+			s.eachCatalog(OpCleanup, b, ResultOrphan)
+			s.log.Info("synthetic lock: removed a lock whose instance ended before answering it", "lock", b.describe(),
+				"owner", b.Owner, "waiting", r.ID)
+		case errors.Is(err, ErrChanged):
+			return b, comp, nil // answered (or heart-beaten) meanwhile: alive after all; the next check looks again
+		case !errors.Is(err, ErrNotFound):
+			return nil, Component{}, err
+		}
+		earlier = slices.DeleteFunc(earlier, func(e *Record) bool { return e.ID == b.ID })
 	}
 }
 
@@ -700,6 +826,9 @@ func (s *Shim) Sweep(ctx context.Context) (SweepResult, error) {
 	for _, r := range res.Expired {
 		s.eachCatalog(OpCleanup, r, ResultExpired)
 	}
+	for _, r := range res.Orphans {
+		s.eachCatalog(OpCleanup, r, ResultOrphan)
+	}
 	for i := 0; i < res.Foreign; i++ {
 		s.metrics.event(OpCleanup, "unknown", s.mode, ResultOrphan)
 	}
@@ -707,8 +836,8 @@ func (s *Shim) Sweep(ctx context.Context) (SweepResult, error) {
 		return res, s.storeFailure(OpCleanup, nil, err)
 	}
 	s.metrics.setActive(s.mode, res.Active)
-	if len(res.Expired) > 0 || res.Foreign > 0 || res.OrphanIndex > 0 {
-		s.log.Info("synthetic lock sweep", "store", s.store.Describe(), "expired", len(res.Expired),
+	if len(res.Expired) > 0 || len(res.Orphans) > 0 || res.Foreign > 0 || res.OrphanIndex > 0 {
+		s.log.Info("synthetic lock sweep", "store", s.store.Describe(), "expired", len(res.Expired), "orphans", len(res.Orphans),
 			"foreign_removed", res.Foreign, "orphan_index_entries", res.OrphanIndex, "empty_txn_folders", res.EmptyTxns,
 			"active", res.Active)
 	}

@@ -27,6 +27,11 @@ var (
 	ErrNotFound = errors.New("no such lock record")
 	// ErrChanged: the record changed since it was read (compare-and-set lost); read it again.
 	ErrChanged = errors.New("lock record changed concurrently")
+	// ErrSessionLost: a pending record could not be marked answered because
+	// the store session it was tied to ended meanwhile (its marker is gone):
+	// other instances may be removing it as an orphan, so it must not be
+	// answered.
+	ErrSessionLost = errors.New("the store session that held the unanswered lock ended")
 )
 
 // StoreError is a failure of the store itself (ZooKeeper unreachable, a
@@ -48,6 +53,7 @@ func (e *StoreError) Unwrap() error { return e.Err }
 // SweepResult is what one expiry sweep of a store did.
 type SweepResult struct {
 	Expired     []*Record // lock records removed because their last heartbeat is older than the timeout
+	Orphans     []*Record // pending lock records removed because the instance that took them is gone
 	Foreign     int       // nodes that are not records of this format, removed after the timeout (by modification time)
 	OrphanIndex int       // transaction index entries whose lock record was gone
 	EmptyTxns   int       // transaction folders removed because they were empty
@@ -65,22 +71,31 @@ type Store interface {
 	// Create stores a new record and gives it its id: the arrival sequence of
 	// the store (later calls get larger ids) with the store's epoch. When the
 	// record has a transaction, it is also entered in that transaction's
-	// index, after the record itself.
+	// index, after the record itself. A Pending record is tied to this
+	// store's session in the same step (see Record.Pending).
 	Create(ctx context.Context, r *Record) (int64, error)
 	// Get reads one record by id.
 	Get(ctx context.Context, id int64) (*Record, error)
 	// List reads every record that arrived before the given id (all records
 	// when before is 0), in arrival order.
 	List(ctx context.Context, before int64) ([]*Record, error)
-	// Update writes a record read earlier, if nobody changed it since (ErrChanged otherwise).
+	// Update writes a record read earlier, if nobody changed it since
+	// (ErrChanged otherwise). A record that was pending and no longer is
+	// leaves its session in the same step; ErrSessionLost when that session
+	// already ended.
 	Update(ctx context.Context, r *Record) error
+	// Orphaned reports whether a pending record's creator can no longer
+	// answer it: the store session it was tied to has ended. Always false
+	// for a record that is not pending, and for a store without sessions.
+	Orphaned(ctx context.Context, r *Record) (bool, error)
 	// Delete removes a record and its index entry; with matchVersion, only if
 	// nobody changed it since it was read (ErrChanged otherwise).
 	Delete(ctx context.Context, r *Record, matchVersion bool) error
 	// TxnLocks lists the ids of the records indexed under a transaction.
 	TxnLocks(ctx context.Context, txnID int64) ([]int64, error)
 	// Sweep removes records whose last heartbeat is older than timeout at now,
-	// index entries whose record is gone, and empty transaction folders.
+	// pending records whose session ended, index entries whose record is
+	// gone, and empty transaction folders.
 	Sweep(ctx context.Context, now time.Time, timeout time.Duration) (SweepResult, error)
 	// Ping checks that the store answers (one cheap round trip for
 	// ZooKeeper; readiness reports it).
@@ -145,6 +160,7 @@ func (m *MemoryStore) Create(ctx context.Context, r *Record) (int64, error) {
 	c.seq = m.next
 	c.ID = makeID(m.epoch, c.seq)
 	c.version = 0
+	c.pendingStored = c.Pending
 	m.records[c.seq] = c
 	if c.TxnID != 0 {
 		if m.txns[c.TxnID] == nil {
@@ -217,10 +233,14 @@ func (m *MemoryStore) Update(ctx context.Context, r *Record) error {
 	c := r.clone()
 	c.seq = cur.seq
 	c.version = cur.version + 1
+	c.pendingStored = c.Pending
 	m.records[c.seq] = c
-	r.version = c.version
+	r.version, r.pendingStored = c.version, c.Pending
 	return nil
 }
+
+// Orphaned is always false: the records live and die with this process.
+func (m *MemoryStore) Orphaned(context.Context, *Record) (bool, error) { return false, nil }
 
 func (m *MemoryStore) Delete(ctx context.Context, r *Record, matchVersion bool) error {
 	if err := ctx.Err(); err != nil {

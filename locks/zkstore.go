@@ -68,22 +68,31 @@ func DefaultZooKeeperOptions(connectString string) ZooKeeperOptions {
 //
 //	<znode>/locks/lock-<sequence>   one lock record (JSON); the sequence is its arrival order and part of its id
 //	<znode>/txns/<txnId>/<lockId>   empty index node: the locks of a transaction, for commit_txn/abort_txn
+//	<znode>/pending/<token>         EPHEMERAL, empty: the lock record with this token is not answered yet
+//
+// A pending record and its marker are created in one multi-operation, and
+// the marker is deleted in the same multi-operation that writes the record
+// answered, so a pending record without its marker is one whose creating
+// instance's session ended before it answered: an orphan any instance
+// removes (Orphaned, Sweep), at most a session timeout after the instance
+// died instead of after the lock timeout.
 //
 // Every proxy instance on the same znode sees the same locks: ZooKeeper's
 // sequential znodes order lock calls across instances, and every change of a
 // record is a versioned write (compare-and-set), so replicas never overwrite
 // each other and need no protocol of their own.
 type ZooKeeperStore struct {
-	opts      ZooKeeperOptions
-	servers   []string
-	chroot    string
-	root      string // chroot + znode
-	locksPath string
-	txnsPath  string
-	conn      *zk.Conn
-	log       *slog.Logger
-	closed    chan struct{}
-	closeOnce sync.Once
+	opts        ZooKeeperOptions
+	servers     []string
+	chroot      string
+	root        string // chroot + znode
+	locksPath   string
+	txnsPath    string
+	pendingPath string
+	conn        *zk.Conn
+	log         *slog.Logger
+	closed      chan struct{}
+	closeOnce   sync.Once
 
 	mu    sync.Mutex
 	ready bool
@@ -132,7 +141,7 @@ func NewZooKeeperStore(o ZooKeeperOptions) (*ZooKeeperStore, error) {
 	}
 	root := path.Clean(chroot + o.Znode)
 	z := &ZooKeeperStore{opts: o, servers: servers, chroot: chroot, root: root,
-		locksPath: root + "/locks", txnsPath: root + "/txns", log: log, closed: make(chan struct{}),
+		locksPath: root + "/locks", txnsPath: root + "/txns", pendingPath: root + "/pending", log: log, closed: make(chan struct{}),
 		lost: map[string]time.Time{}}
 	if o.ACL == nil {
 		o.ACL = zk.WorldACL(zk.PermAll)
@@ -349,7 +358,7 @@ func (z *ZooKeeperStore) init(ctx context.Context) (uint32, error) {
 	for p := z.locksPath; p != "/" && p != "."; p = path.Dir(p) {
 		parts = append([]string{p}, parts...)
 	}
-	parts = append(parts, z.txnsPath)
+	parts = append(parts, z.txnsPath, z.pendingPath)
 	for _, p := range parts {
 		err := z.call(ctx, true, func(int) error {
 			_, err := z.conn.Create(p, nil, 0, z.opts.ACL)
@@ -385,6 +394,22 @@ func (z *ZooKeeperStore) lockPath(seq uint32) string {
 	return fmt.Sprintf("%s/lock-%010d", z.locksPath, seq)
 }
 
+// markerPath is the ephemeral marker of a pending record.
+func (z *ZooKeeperStore) markerPath(token string) string { return z.pendingPath + "/" + token }
+
+// multiError gives the failure of a multi-operation: the first operation's
+// own error (which of them failed matters to the caller), or the call's.
+func multiError(res []zk.MultiResponse, err error) (int, error) {
+	for i, r := range res {
+		for _, known := range []error{zk.ErrNoNode, zk.ErrBadVersion, zk.ErrNodeExists, zk.ErrNoAuth, zk.ErrNotEmpty} {
+			if errors.Is(r.Error, known) {
+				return i, r.Error
+			}
+		}
+	}
+	return -1, err
+}
+
 func (z *ZooKeeperStore) indexPath(txnID, id int64) string {
 	return z.txnsPath + "/" + strconv.FormatInt(txnID, 10) + "/" + strconv.FormatInt(id, 10)
 }
@@ -412,7 +437,10 @@ func (z *ZooKeeperStore) Create(ctx context.Context, r *Record) (int64, error) {
 	if err != nil {
 		return 0, z.fail("create", err)
 	}
-	created, err := z.createSequential(ctx, data, r.Token)
+	if r.Pending && r.Token == "" {
+		return 0, z.fail("create", errors.New("a pending lock record needs a token to name its marker"))
+	}
+	created, err := z.createSequential(ctx, data, r.Token, r.Pending)
 	if err != nil {
 		return 0, z.fail("create", err)
 	}
@@ -432,20 +460,36 @@ func (z *ZooKeeperStore) Create(ctx context.Context, r *Record) (int64, error) {
 	return id, nil
 }
 
-// createSequential creates locks/lock-<seq>. It is retried only when the request
-// was never sent; when its outcome is unknown the token is remembered and the
-// sweep removes the node should it exist.
-func (z *ZooKeeperStore) createSequential(ctx context.Context, data []byte, token string) (string, error) {
+// createSequential creates locks/lock-<seq>, with the pending marker of its
+// token in the same multi-operation when pending. It is retried only when the
+// request was never sent; when its outcome is unknown the token is remembered
+// and the sweep removes the node should it exist.
+func (z *ZooKeeperStore) createSequential(ctx context.Context, data []byte, token string, pending bool) (string, error) {
 	var mu sync.Mutex
 	abandoned := false
 	var created string
 	err := z.call(ctx, false, func(int) error {
-		p, err := z.conn.Create(z.locksPath+"/lock-", data, zk.FlagSequence, z.opts.ACL)
+		var p string
+		var err error
+		if pending {
+			var res []zk.MultiResponse
+			res, err = z.conn.Multi(
+				&zk.CreateRequest{Path: z.markerPath(token), Acl: z.opts.ACL, Flags: zk.FlagEphemeral},
+				&zk.CreateRequest{Path: z.locksPath + "/lock-", Data: data, Acl: z.opts.ACL, Flags: zk.FlagSequence})
+			if _, err = multiError(res, err); err == nil {
+				p = res[1].String
+			}
+		} else {
+			p, err = z.conn.Create(z.locksPath+"/lock-", data, zk.FlagSequence, z.opts.ACL)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		if abandoned {
 			if err == nil {
 				_ = z.conn.Delete(p, -1) // nobody waits for this lock any more
+				if pending {
+					_ = z.conn.Delete(z.markerPath(token), -1)
+				}
 			} else if !errors.Is(err, zk.ErrNoServer) {
 				z.remember(token)
 			}
@@ -663,12 +707,26 @@ func (z *ZooKeeperStore) Update(ctx context.Context, r *Record) error {
 		return z.fail("update", err)
 	}
 	var stat *zk.Stat
+	answered := r.pendingStored && !r.Pending
+	markerGone := false
 	err = z.call(ctx, true, func(int) error {
-		var err error
-		stat, err = z.conn.Set(z.lockPath(r.seq), data, r.version)
+		if !answered {
+			var err error
+			stat, err = z.conn.Set(z.lockPath(r.seq), data, r.version)
+			return err
+		}
+		res, err := z.conn.Multi(&zk.SetDataRequest{Path: z.lockPath(r.seq), Data: data, Version: r.version},
+			&zk.DeleteRequest{Path: z.markerPath(r.Token), Version: -1})
+		op, err := multiError(res, err)
+		if err == nil {
+			stat = res[0].Stat
+		}
+		markerGone = op == 1 && errors.Is(err, zk.ErrNoNode)
 		return err
 	})
 	switch {
+	case markerGone:
+		return ErrSessionLost
 	case errors.Is(err, zk.ErrBadVersion):
 		return ErrChanged
 	case errors.Is(err, zk.ErrNoNode):
@@ -676,8 +734,29 @@ func (z *ZooKeeperStore) Update(ctx context.Context, r *Record) error {
 	case err != nil:
 		return z.fail("update", err)
 	}
-	r.version = stat.Version
+	r.version, r.pendingStored = stat.Version, r.Pending
 	return nil
+}
+
+// Orphaned reports whether a pending record's marker is gone: the session
+// of the instance that took the lock ended before it answered.
+func (z *ZooKeeperStore) Orphaned(ctx context.Context, r *Record) (bool, error) {
+	if !r.pendingStored || r.Token == "" {
+		return false, nil
+	}
+	if _, err := z.init(ctx); err != nil {
+		return false, err
+	}
+	var exists bool
+	err := z.call(ctx, true, func(int) error {
+		var err error
+		exists, _, err = z.conn.Exists(z.markerPath(r.Token))
+		return err
+	})
+	if err != nil {
+		return false, z.fail("orphan check", err)
+	}
+	return !exists, nil
 }
 
 // Delete removes the record, then its index entry.
@@ -689,7 +768,21 @@ func (z *ZooKeeperStore) Delete(ctx context.Context, r *Record, matchVersion boo
 	if matchVersion {
 		version = r.version
 	}
+	withMarker := r.pendingStored && r.Token != ""
 	err := z.call(ctx, true, func(attempt int) error {
+		if withMarker {
+			res, err := z.conn.Multi(&zk.DeleteRequest{Path: z.lockPath(r.seq), Version: version},
+				&zk.DeleteRequest{Path: z.markerPath(r.Token), Version: -1})
+			op, err := multiError(res, err)
+			if op != 1 || !errors.Is(err, zk.ErrNoNode) {
+				if attempt > 0 && op == 0 && errors.Is(err, zk.ErrNoNode) {
+					return nil // the lost first attempt did it
+				}
+				return err
+			}
+			// The marker went with the session that created it (or with
+			// the lost first attempt): the record alone.
+		}
 		err := z.conn.Delete(z.lockPath(r.seq), version)
 		if attempt > 0 && errors.Is(err, zk.ErrNoNode) {
 			return nil // the lost first attempt did it
@@ -778,7 +871,24 @@ func (z *ZooKeeperStore) Sweep(ctx context.Context, now time.Time, timeout time.
 	z.lostMu.Unlock()
 	alive := map[int64]bool{}
 	var firstErr error
-	for i, rr := range z.readAll(ctx, epoch, seqs) {
+	records := z.readAll(ctx, epoch, seqs)
+	// The markers are listed after the records were read: a record created
+	// since has its marker too (one multi-operation), and one answered since
+	// has a new version, which the versioned delete below refuses.
+	var markers []string
+	err = z.call(ctx, true, func(int) error {
+		var err error
+		markers, _, err = z.conn.Children(z.pendingPath)
+		return err
+	})
+	if err != nil {
+		return res, z.fail("sweep", err)
+	}
+	live := make(map[string]bool, len(markers))
+	for _, m := range markers {
+		live[m] = true
+	}
+	for i, rr := range records {
 		if rr.gone {
 			continue
 		}
@@ -796,11 +906,24 @@ func (z *ZooKeeperStore) Sweep(ctx context.Context, now time.Time, timeout time.
 			}
 		case !rr.ok:
 			// a live node of another format: not ours to judge
+		case rr.rec.pendingStored && rr.rec.Token != "" && !live[rr.rec.Token] && !lost[rr.rec.Token]:
+			if z.deleteVersioned(ctx, p, rr.rec.version) {
+				res.Orphans = append(res.Orphans, rr.rec)
+				if rr.rec.TxnID != 0 {
+					z.deleteIndex(ctx, rr.rec.TxnID, rr.rec.ID)
+				}
+			} else {
+				alive[rr.rec.ID] = true
+				res.Active++
+			}
 		case rr.rec.HeartbeatMs < cutoff || (rr.rec.Token != "" && lost[rr.rec.Token]):
 			if z.deleteVersioned(ctx, p, rr.rec.version) {
 				res.Expired = append(res.Expired, rr.rec)
 				if rr.rec.TxnID != 0 {
 					z.deleteIndex(ctx, rr.rec.TxnID, rr.rec.ID)
+				}
+				if rr.rec.pendingStored && rr.rec.Token != "" {
+					z.deleteMarker(ctx, rr.rec.Token)
 				}
 				z.lostMu.Lock()
 				delete(z.lost, rr.rec.Token)
@@ -821,6 +944,18 @@ func (z *ZooKeeperStore) Sweep(ctx context.Context, now time.Time, timeout time.
 		return res, z.fail("sweep", firstErr)
 	}
 	return res, nil
+}
+
+// deleteMarker removes the pending marker of a record removed by the sweep
+// (a lost creation of this instance keeps its marker until its session ends).
+func (z *ZooKeeperStore) deleteMarker(ctx context.Context, token string) {
+	_ = z.call(ctx, true, func(int) error {
+		err := z.conn.Delete(z.markerPath(token), -1)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		return err
+	})
 }
 
 // deleteVersioned deletes a node if unchanged; false when it changed or a failure kept it.

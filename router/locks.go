@@ -140,14 +140,39 @@ func (r *Router) shimLock(ctx context.Context, x *Exchange, next Handler) error 
 			return err
 		}
 	}
-	resp, err := r.shim.LockLinked(ctx, linked, split.Shim...)
+	// Until its client has the answer, the lock is tied to this instance
+	// (locks.AnswerMode): killed in between, the lock ends with this
+	// instance's ZooKeeper session instead of stalling the table's writers
+	// until the lock timeout. A combined lock's answer waits for the
+	// default catalog's part; the proxy's own connections (REST commits)
+	// never hand the lock to anyone.
+	mode := locks.AnswerNow
+	switch {
+	case x.req.conn != nil && x.req.conn.Frontend != nil && x.req.conn.Frontend.Internal:
+		mode = locks.AnswerNever
+	case linked != nil:
+		mode = locks.AnswerLater
+	}
+	resp, err := r.shim.LockAs(ctx, mode, linked, split.Shim...)
 	if err != nil {
 		return shimError("lock", err)
 	}
 	ans := lockAnswer{resp: resp}
 	if linked != nil && resp.State == thriftgen.LockState_ACQUIRED {
 		if ans, err = r.takeLinked(ctx, x, resp.Lockid, linked); err != nil {
+			// The client gets this error, never the id: nobody could
+			// release the shim part.
+			r.discard(ctx, resp.Lockid, "the lock call failed before its answer")
 			return err
+		}
+	}
+	if mode == locks.AnswerLater && ans.resp != nil &&
+		(ans.resp.State == thriftgen.LockState_ACQUIRED || ans.resp.State == thriftgen.LockState_WAITING) {
+		if err := r.shim.Answered(ctx, resp.Lockid); err != nil {
+			if ans.linkedID != 0 {
+				r.releaseBackendLock(ctx, x, ans.linkedID, resp.Lockid)
+			}
+			return shimError("lock", err)
 		}
 	}
 	return r.answerLocal(x, &thriftgen.LockResult{Success: ans.resp, O1: ans.noTxn, O2: ans.aborted})
@@ -156,10 +181,11 @@ func (r *Router) shimLock(ctx context.Context, x *Exchange, next Handler) error 
 // lockAnswer is the answer to a lock or check_lock of the shim: a response or
 // one of the exceptions both RPCs declare (check_lock also NoSuchLock).
 type lockAnswer struct {
-	resp    *thriftgen.LockResponse
-	noTxn   *thriftgen.NoSuchTxnException
-	aborted *thriftgen.TxnAbortedException
-	noLock  *thriftgen.NoSuchLockException
+	resp     *thriftgen.LockResponse
+	noTxn    *thriftgen.NoSuchTxnException
+	aborted  *thriftgen.TxnAbortedException
+	noLock   *thriftgen.NoSuchLockException
+	linkedID int64 // the default catalog's lock id this call took (takeLinked), 0 = none
 }
 
 // takeLinked takes the default catalog's part of combined lock shimID, whose
@@ -202,7 +228,7 @@ func (r *Router) takeLinked(ctx context.Context, x *Exchange, shimID int64, link
 		r.releaseBackendLock(ctx, x, b.Lockid, shimID)
 		return r.checkLinked(ctx, x, shimID, got, args.Rqst.Txnid)
 	}
-	return lockAnswer{resp: &thriftgen.LockResponse{Lockid: shimID, State: b.State}}, nil
+	return lockAnswer{resp: &thriftgen.LockResponse{Lockid: shimID, State: b.State}, linkedID: b.Lockid}, nil
 }
 
 // checkLinked asks the default catalog about the linked part backendID of

@@ -286,6 +286,10 @@ type Frontend struct {
 	Profile thriftgen.ProfileSet
 	Runtime *compat.Runtime // identity (getVersion); nil = forward
 	Dialect *compat.Dialect // field-id dialect of the profile's clients; nil = canonical
+	// Internal: the proxy's own in-process connections (the Iceberg REST
+	// frontend's metastore client). What they hold, such as a lock taken for
+	// a commit, belongs to this instance and ends with it.
+	Internal bool
 }
 
 // Allows reports whether the listener's profile has the method.

@@ -562,7 +562,9 @@ func (b *guardBackend) Lock(ctx context.Context, db, table string) (int64, guard
 	}
 	if b.shimmed() {
 		tbl := table
-		resp, err := b.t.r.shim.Lock(ctx, locks.Request{Catalog: b.x.Cat.Name, Lock: &thriftgen.LockRequest{
+		// The guard holds the lock for itself (no client ever has its id):
+		// it ends with this instance at the latest (locks.AnswerNever).
+		resp, err := b.t.r.shim.LockAs(ctx, locks.AnswerNever, nil, locks.Request{Catalog: b.x.Cat.Name, Lock: &thriftgen.LockRequest{
 			Component: []*thriftgen.LockComponent{{Type: thriftgen.LockType_EXCLUSIVE, Level: thriftgen.LockLevel_TABLE,
 				Dbname: db, Tablename: &tbl}},
 			User: user, Hostname: b.t.host, AgentInfo: ptr("hms-proxy-iceberg-pointer-guard")}})
