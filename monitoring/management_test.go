@@ -165,7 +165,7 @@ func waitProbeStarted(t *testing.T, f *fakeSource) {
 	t.Helper()
 	select {
 	case <-f.started:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("probe did not start")
 	}
 }
@@ -185,7 +185,13 @@ func TestReadyzConcurrentCallsDuringSlowFirstProbeShareOneProbe(t *testing.T) {
 		}()
 	}
 	waitProbeStarted(t, src)
-	time.Sleep(300 * time.Millisecond) // let every caller arrive while the probe hangs
+	// Every caller arrives while the probe hangs (each holds a slot).
+	for deadline := time.Now().Add(time.Minute); len(m.readySlots) < callers; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d callers arrived within a minute", len(m.readySlots), callers)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	select {
 	case c := <-codes:
 		t.Fatalf("a /readyz answered (%d) before the first probe finished", c)
@@ -198,7 +204,7 @@ func TestReadyzConcurrentCallsDuringSlowFirstProbeShareOneProbe(t *testing.T) {
 			if c != http.StatusOK {
 				t.Fatalf("caller got %d", c)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatal("callers did not finish")
 		}
 	}
@@ -230,16 +236,22 @@ func TestReadyzRefreshServesPreviousResultToConcurrentCallers(t *testing.T) {
 	go func() { getReadyz(t, base); close(slowDone) }() // starts the slow refresh
 	waitProbeStarted(t, src)
 
-	// Concurrent callers answer at once from the previous probe.
+	// Concurrent callers answer from the previous probe, without waiting
+	// for the refresh: it stays blocked until release, and they all answer
+	// before that.
 	for i := 0; i < 5; i++ {
-		start := time.Now()
 		code, r := getReadyz(t, base)
-		if code != http.StatusOK || time.Since(start) > 2*time.Second {
-			t.Fatalf("concurrent call: code %d after %s", code, time.Since(start))
+		if code != http.StatusOK {
+			t.Fatalf("concurrent call: code %d", code)
 		}
 		if r.ProbeAgeMs == nil {
 			t.Fatal("probeAgeMs missing")
 		}
+	}
+	select {
+	case <-slowDone:
+		t.Fatal("the refreshing call finished before its probe was released")
+	default:
 	}
 	if n := src.probes.Load(); n != 2 {
 		t.Fatalf("want 2 probes (initial + one refresh), got %d", n)
@@ -247,7 +259,7 @@ func TestReadyzRefreshServesPreviousResultToConcurrentCallers(t *testing.T) {
 	close(release)
 	select {
 	case <-slowDone:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("refreshing caller did not finish")
 	}
 	// Cache 0: the next call probes again.
@@ -262,7 +274,7 @@ func TestHealthzAndMetricsAnswerWhileReadyzBlocks(t *testing.T) {
 		src := newFakeSource(BackendState{Catalog: "catalog1", Connected: true})
 		release := make(chan struct{})
 		src.setBlock(release)
-		_, base := startManagement(t, ManagementConfig{Threads: threads, ReadinessCache: time.Hour}, src)
+		m, base := startManagement(t, ManagementConfig{Threads: threads, ReadinessCache: time.Hour}, src)
 
 		// Far more /readyz calls than threads, all stuck behind the first probe.
 		for i := 0; i < threads+5; i++ {
@@ -274,20 +286,25 @@ func TestHealthzAndMetricsAnswerWhileReadyzBlocks(t *testing.T) {
 			}()
 		}
 		waitProbeStarted(t, src)
-		time.Sleep(200 * time.Millisecond)
+		// The event: every slot /readyz may take is taken.
+		for deadline := time.Now().Add(time.Minute); len(m.readySlots) < cap(m.readySlots); {
+			if time.Now().After(deadline) {
+				t.Fatalf("threads=%d: /readyz holds %d of its %d slots after a minute", threads, len(m.readySlots), cap(m.readySlots))
+			}
+			time.Sleep(time.Millisecond)
+		}
 
+		// The probe stays blocked until release: /healthz and /metrics
+		// answering at all (within a bound far above any machine's
+		// slowness) is the proof that they do not wait behind it.
 		for i := 0; i < 3; i++ {
-			start := time.Now()
-			code, body := get(t, base+"/healthz", 3*time.Second)
+			code, body := get(t, base+"/healthz", 30*time.Second)
 			if code != http.StatusOK || !strings.Contains(body, `"status":"UP"`) || !strings.Contains(body, `"uptimeMs"`) {
 				t.Fatalf("threads=%d /healthz: %d %s", threads, code, body)
 			}
-			code, body = get(t, base+"/metrics", 3*time.Second)
+			code, body = get(t, base+"/metrics", 30*time.Second)
 			if code != http.StatusOK || !strings.Contains(body, "hms_proxy_requests_total{") {
 				t.Fatalf("threads=%d /metrics: %d", threads, code)
-			}
-			if d := time.Since(start); d > 2*time.Second {
-				t.Fatalf("threads=%d: liveness took %s while readyz blocked", threads, d)
 			}
 		}
 		close(release)

@@ -324,8 +324,9 @@ func boolInt(b bool) int32 {
 }
 
 func (s *Sync) epochChanged(catalog, why string) {
-	s.o.Metrics.invalidation(catalog, ReasonEpochChanged)
+	// Counted once done: whoever sees the count sees the cache dropped.
 	s.invalidateCatalog(catalog)
+	s.o.Metrics.invalidation(catalog, ReasonEpochChanged)
 	s.log.Debug("database cache of a catalog invalidated: its epoch changed", "catalog", catalog, "seen", why)
 }
 
@@ -346,8 +347,8 @@ func (s *Sync) sessions(events <-chan zk.Event) {
 			if first && !s.isClosed() {
 				s.log.Warn("database cache coherence: ZooKeeper connection lost; every cached database entry is dropped now and again when it is back",
 					"store", s.Describe(), "state", ev.State.String())
-				s.o.Metrics.invalidation("all", ReasonSessionLost)
 				s.invalidateAll()
+				s.o.Metrics.invalidation("all", ReasonSessionLost)
 			}
 		case zk.StateHasSession:
 			s.mu.Lock()
@@ -357,8 +358,8 @@ func (s *Sync) sessions(events <-chan zk.Event) {
 			if was {
 				s.log.Info("database cache coherence: ZooKeeper connection back; dropping every cached database entry (bumps may have been missed)",
 					"store", s.Describe())
-				s.o.Metrics.invalidation("all", ReasonReconnected)
 				s.invalidateAll()
+				s.o.Metrics.invalidation("all", ReasonReconnected)
 			}
 			select {
 			case s.retry <- struct{}{}:

@@ -248,16 +248,23 @@ func (c *Cache) Start() {
 	if !c.opt.Refresh.Enabled {
 		every = max(c.maxTTL, time.Second)
 	}
+	ticks := c.opt.Ticks
+	if ticks == nil {
+		ticks = func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTicker(d)
+			return t.C, t.Stop
+		}
+	}
+	tc, stop := ticks(every)
 	c.loop.Add(1)
 	go func() {
 		defer c.loop.Done()
-		t := time.NewTicker(every)
-		defer t.Stop()
+		defer stop()
 		for {
 			select {
 			case <-c.ctx.Done():
 				return
-			case <-t.C:
+			case <-tc:
 			}
 			if c.opt.Refresh.Enabled {
 				c.RefreshNow(c.ctx)

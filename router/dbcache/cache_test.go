@@ -327,7 +327,8 @@ func TestInvalidationDuringALoad(t *testing.T) {
 }
 
 func TestFailuresAndExceptionsAreNotCached(t *testing.T) {
-	c := mustCache(t, Options{Metadata: CacheOptions{TTL: time.Hour}})
+	reg := prometheus.NewRegistry()
+	c := mustCache(t, Options{Metadata: CacheOptions{TTL: time.Hour}, Metrics: NewMetrics(reg)})
 	k := Key{Catalog: "c", Name: "gone"}
 	boom := errors.New("catalog c: cannot connect to any metastore URI")
 	var calls atomic.Int32
@@ -346,7 +347,14 @@ func TestFailuresAndExceptionsAreNotCached(t *testing.T) {
 			_, _, errs[i] = c.Get(context.Background(), DatabaseMetadata, k, nil, load)
 		}()
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Nine callers joined the load in flight (each counts as a hit when it
+	// joins), then it fails.
+	for deadline := time.Now().Add(time.Minute); testutil.ToFloat64(c.m.requests.WithLabelValues("database_metadata", "c", "hit")) < 9; {
+		if time.Now().After(deadline) {
+			t.Fatal("the callers did not join the load within a minute")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	close(release)
 	wg.Wait()
 	for i, err := range errs {
@@ -362,9 +370,13 @@ func TestFailuresAndExceptionsAreNotCached(t *testing.T) {
 		t.Fatalf("an exception reply is answered (%q) but not cached (%d entries)", v, c.Len(DatabaseMetadata))
 	}
 	// A waiter whose own context ends stops waiting; the load goes on.
-	slow := make(chan struct{})
-	go c.Get(context.Background(), DatabaseMetadata, Key{Catalog: "c", Name: "slow"}, nil, func(context.Context) ([]byte, bool, error) { <-slow; return []byte("x"), true, nil })
-	time.Sleep(20 * time.Millisecond)
+	slow, loading := make(chan struct{}), make(chan struct{})
+	go c.Get(context.Background(), DatabaseMetadata, Key{Catalog: "c", Name: "slow"}, nil, func(context.Context) ([]byte, bool, error) {
+		close(loading)
+		<-slow
+		return []byte("x"), true, nil
+	})
+	<-loading
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	_, o, err := c.Get(ctx, DatabaseMetadata, Key{Catalog: "c", Name: "slow"}, nil, nso)
 	cancel()
@@ -480,22 +492,60 @@ func TestBackgroundRefresh(t *testing.T) {
 	}
 }
 
+// Start's loop refreshes on every tick of its interval and stops with
+// Close. The ticks and the clock are the test's: the entry never expires
+// between two ticks however slowly the machine runs, and each refresh is
+// waited for, not guessed from a sleep.
 func TestStartRefreshesInTheBackground(t *testing.T) {
+	clk := newClock()
+	ticks := make(chan time.Time) // unbuffered: a send returns once the loop took the tick
+	var every time.Duration
 	c := mustCache(t, Options{List: CacheOptions{TTL: 30 * time.Millisecond, SharedAcrossUsers: true},
-		Refresh: RefreshOptions{Enabled: true, Interval: 40 * time.Millisecond, ActivityWindow: time.Minute}})
+		Refresh: RefreshOptions{Enabled: true, Interval: 40 * time.Millisecond, ActivityWindow: time.Minute}, Now: clk.now,
+		Ticks: func(d time.Duration) (<-chan time.Time, func()) { every = d; return ticks, func() {} }})
 	l := &counting{body: func(n int32) []byte { return []byte(fmt.Sprint("v", n)) }}
 	k := Key{Catalog: "c", Name: ListName("get_all_databases", "")}
 	get(t, c, DatabaseList, k, l.load)
 	c.Start()
-	time.Sleep(300 * time.Millisecond)
-	c.Close()
-	if l.calls.Load() < 3 {
-		t.Fatalf("%d loads in 300 ms with a 40 ms refresh interval", l.calls.Load())
+	if every != 40*time.Millisecond {
+		t.Fatalf("the loop ticks every %v, want the refresh interval", every)
 	}
-	n := l.calls.Load()
-	time.Sleep(100 * time.Millisecond)
-	if l.calls.Load() != n {
-		t.Fatal("refreshes went on after Close")
+	for want := int32(2); want <= 4; want++ {
+		clk.add(20 * time.Millisecond) // inside the entry's life (TTL + interval)
+		select {
+		case ticks <- clk.now():
+		case <-time.After(time.Minute):
+			t.Fatal("the background loop does not take its ticks")
+		}
+		for deadline := time.Now().Add(time.Minute); l.calls.Load() < want; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d loads a minute after tick %d, want %d", l.calls.Load(), want-1, want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// The third refresh's answer replaces the entry (right after its load).
+	for deadline := time.Now().Add(time.Minute); ; {
+		v, o := get(t, c, DatabaseList, k, l.load)
+		if o != Hit {
+			t.Fatalf("the refreshed entry was not served from the cache: %q %v", v, o)
+		}
+		if v == "v4" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cache still serves %q a minute after the third refresh loaded v4", v)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.Close()
+	select {
+	case ticks <- clk.now():
+		t.Fatal("the loop still takes ticks after Close")
+	default:
+	}
+	if n := l.calls.Load(); n != 4 {
+		t.Fatalf("%d loads, want 4", n)
 	}
 }
 

@@ -54,6 +54,9 @@ type Options struct {
 	Metrics  *Metrics
 	Log      *slog.Logger     // nil: slog.Default()
 	Now      func() time.Time // nil: time.Now (tests inject a clock)
+	// Ticks gives the background loop's ticks every d and a function that
+	// stops them (nil: a time.Ticker; tests inject ticks they send by hand).
+	Ticks func(d time.Duration) (<-chan time.Time, func())
 }
 
 // Validate reports every bad value, naming its key.

@@ -227,7 +227,7 @@ func TestHardeningUnknownWireTypeIsRefusedAndPoolStaysFree(t *testing.T) {
 	if _, err := c.GetDatabase(ctx(t), "default"); err != nil {
 		t.Fatalf("catalog1 after 8 refused frames: %v", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 30*time.Second {
 		t.Fatalf("a normal call took %v after the frames", d)
 	}
 	if n := p.Metric(t, "hms_proxy_bad_frames_total", "frontend", "primary", "reason", "unknown_type"); n != 8 {
@@ -294,7 +294,7 @@ func TestHardeningDeclaredSizesDoNotAllocate(t *testing.T) {
 	for _, a := range conns {
 		a.c.Close()
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for p.Budget.Used() != 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -336,7 +336,9 @@ func TestHardeningHungMetastoreCallsEndWithinTheirBudget(t *testing.T) {
 		err := call.run()
 		d := time.Since(start)
 		t.Logf("%s to the hung metastore: %v after %v", call.name, err, d)
-		if d > 4*time.Second {
+		// The budget (1.5 s) against the socket timeout it used to wait
+		// for (600 s): a bound between the two that a slow machine keeps.
+		if d > 30*time.Second {
 			t.Fatalf("%s to a hung metastore took %v; the budget is 1.5 s", call.name, d)
 		}
 		metaErr(t, err, "catalog2", "latency budget exceeded")
@@ -386,7 +388,9 @@ func TestHardeningIdleConnectionsDoNotLockOutNewClients(t *testing.T) {
 	if _, err := c.GetAllFunctions(ctx(t)); err != nil {
 		t.Fatalf("a new client with 1,000 idle connections open: %v", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	// Idle connections take no worker: a new client is served at once, not
+	// after the 30 s a call waits in a full worker queue.
+	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("a new client waited %v behind 1,000 idle connections", d)
 	}
 	if n := p.Metric(t, "hms_proxy_frontend_connections", "frontend", "primary"); n < 1001 {
@@ -496,7 +500,7 @@ func TestHardeningPerSourceConnectionCap(t *testing.T) {
 		}
 	}
 	open[0].c.Close()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		r := dialRaw(t, p.URI("primary"))
 		err := served(r)

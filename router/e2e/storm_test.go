@@ -543,7 +543,9 @@ func TestFrontDoorTenThousandIdleConnections(t *testing.T) {
 	if err := pipelined(c.addr, 100, 1); err != nil {
 		t.Fatalf("a new client with %d idle connections open: %v", n, err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	// Idle connections take no worker: answered at once, not after the 30 s
+	// a call waits in a full worker queue (a bound a slow machine keeps).
+	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("a new client waited %v with %d idle connections open", d, n)
 	}
 	t.Logf("a new client was answered in %v", time.Since(start).Round(time.Microsecond))

@@ -141,7 +141,8 @@ func TestKeeperCloseDoesNotWaitForAHungCall(t *testing.T) {
 	<-entered
 	start := time.Now()
 	k.Close()
-	if d := time.Since(start); d > 2*time.Second {
+	// Not the 30 s CallTimeout of the renewal that never answers.
+	if d := time.Since(start); d > 15*time.Second {
 		t.Fatalf("Close waited %v for a hung renewal (CallTimeout %v)", d, 30*time.Second)
 	}
 }

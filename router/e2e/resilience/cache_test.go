@@ -221,14 +221,15 @@ func TestSyntheticRefreshPrivileges(t *testing.T) {
 }
 
 // Background refresh keeps a list that is read warm: while clients read it
-// every 100 ms no client call reaches the metastore (each is a cache hit),
-// the entry is reloaded every interval in the background, and when the
-// metastore hangs the failed refresh keeps the old entry (stale but good)
-// until it expires.
+// no client call reaches the metastore (each is a cache hit), the entry is
+// reloaded every interval in the background, and when the metastore hangs
+// the failed refresh keeps the old entry (stale but good) until it expires.
+// The TTL is long enough that nothing expires during the test however slow
+// the machine; the refreshes are waited for, not counted in a time window.
 func TestCacheBackgroundRefreshKeepsHotListsWarm(t *testing.T) {
 	needHive(t)
 	p, _, t2 := cacheBed(t,
-		"routing.database-list-cache.ttl-ms=3000",
+		"routing.database-list-cache.ttl-ms=600000",
 		"routing.database-cache.background-refresh.enabled=true",
 		"routing.database-cache.background-refresh.interval-ms=500")
 	c := proxytest.Client(t, p.URI("primary"))
@@ -240,24 +241,28 @@ func TestCacheBackgroundRefreshKeepsHotListsWarm(t *testing.T) {
 	}
 	before := misses()
 	t2.Reset()
-	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		start := time.Now()
+	refreshed := func() float64 {
+		return p.Metric(t, "hms_proxy_cache_refreshes_total", "cache", "database_list", "catalog", "catalog2", "result", "success")
+	}
+	base := refreshed()
+	reads := 0
+	for deadline := time.Now().Add(2 * time.Minute); refreshed() < base+3; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v background refreshes in 2 minutes with a 500 ms interval, want 3", refreshed()-base)
+		}
 		dbs, err := c.GetAllDatabases(ctx(t))
 		if err != nil || !strings.Contains(strings.Join(dbs, ","), "catalog2__default") {
 			t.Fatalf("fan-out: %v %v", dbs, err)
 		}
-		if d := time.Since(start); d > 500*time.Millisecond {
-			t.Errorf("a cached fan-out took %v", d)
-		}
+		reads++
 	}
 	reloads := countCalls(t2, "get_all_databases")
-	ok := p.Metric(t, "hms_proxy_cache_refreshes_total", "cache", "database_list", "catalog", "catalog2", "result", "success")
-	t.Logf("3 s of reads: %d background reloads of catalog2's list, %v refreshes counted, %v misses", reloads, ok, misses()-before)
+	t.Logf("%d reads: %d background reloads of catalog2's list, %v refreshes counted, %v misses", reads, reloads, refreshed()-base, misses()-before)
 	if misses() != before {
 		t.Errorf("%v client reads missed the cache while background refresh kept it warm", misses()-before)
 	}
-	if reloads < 3 || ok < 3 {
-		t.Errorf("3 s with a 500 ms refresh interval: %d reloads reached catalog2, %v refreshes counted; want at least 3", reloads, ok)
+	if reloads < 3 {
+		t.Errorf("3 refreshes counted but %d reloads reached catalog2", reloads)
 	}
 
 	// catalog2 hangs: refreshes fail, the entry it has is still served.
@@ -271,15 +276,21 @@ func TestCacheBackgroundRefreshKeepsHotListsWarm(t *testing.T) {
 		}
 	})
 	paused := time.Now()
-	for time.Since(paused) < 1500*time.Millisecond {
+	failed := func() float64 {
+		return p.Metric(t, "hms_proxy_cache_refreshes_total", "cache", "database_list", "catalog", "catalog2", "result", "failure")
+	}
+	for deadline := time.Now().Add(3 * time.Minute); failed() < 1; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no failed refresh counted 3 minutes after catalog2 hung")
+		}
 		dbs, err := c.GetAllDatabases(ctx(t))
 		if err != nil || !strings.Contains(strings.Join(dbs, ","), "catalog2__default") {
 			t.Fatalf("a fan-out %v after catalog2 hung, before its entry expired: %v %v", time.Since(paused), dbs, err)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	if n := p.Metric(t, "hms_proxy_cache_refreshes_total", "cache", "database_list", "catalog", "catalog2", "result", "failure"); n < 1 {
-		t.Errorf("no failed refresh counted while catalog2 hung")
+	// After a failed refresh the old entry is still served.
+	if dbs, err := c.GetAllDatabases(ctx(t)); err != nil || !strings.Contains(strings.Join(dbs, ","), "catalog2__default") {
+		t.Fatalf("a fan-out after a failed refresh: %v %v", dbs, err)
 	}
 	if err := hms2.Resume(); err != nil {
 		t.Fatal(err)
