@@ -15,7 +15,6 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
-	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
@@ -237,7 +236,7 @@ func TestShutdownFinishesInFlightCalls(t *testing.T) {
 		_, err := busy.GetDatabase(context.Background(), "catalog2__default")
 		result <- err
 	}()
-	waitInFlight(t, p, 1) // the call is now being served (waiting on the slow backend)
+	p.WaitInFlight(t, "primary", 1) // the call is now being served (waiting on the slow backend)
 	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := p.Shutdown(sctx); err != nil {
@@ -264,7 +263,7 @@ func TestShutdownIsBoundedWhenACallHangs(t *testing.T) {
 		c := proxytest.Client(t, p.URI("primary"))
 		_, _ = c.GetDatabase(context.Background(), "catalog2__x")
 	}()
-	waitInFlight(t, p, 1) // the call hangs on the black hole (forever)
+	p.WaitInFlight(t, "primary", 1) // the call hangs on the black hole (forever)
 	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	start := time.Now()
@@ -275,17 +274,6 @@ func TestShutdownIsBoundedWhenACallHangs(t *testing.T) {
 	// Bounded by its limit, not by the call, which never ends.
 	if d := time.Since(start); d > 30*time.Second {
 		t.Fatalf("shutdown exceeded its limit: %v", d)
-	}
-}
-
-// waitInFlight waits (bounded) until the primary listener serves n calls.
-func waitInFlight(t *testing.T, p *proxytest.Proxy, n float64) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); p.Metric(t, monitoring.MetricFrontendInFlightCalls, "frontend", "primary") < n; {
-		if time.Now().After(deadline) {
-			t.Fatalf("fewer than %v calls in flight after a minute", n)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/app"
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/monitoring"
 )
 
 // Proxy is a running in-process proxy.
@@ -193,6 +194,19 @@ next:
 		out = append(out, l)
 	}
 	return out
+}
+
+// WaitInFlight waits (bounded: a minute) until listener serves at least n
+// calls: the event "the call reached the proxy" that a test otherwise
+// guesses with a sleep.
+func (p *Proxy) WaitInFlight(t testing.TB, listener string, n float64) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); p.Metric(t, monitoring.MetricFrontendInFlightCalls, "frontend", listener) < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than %v calls in flight on listener %s after a minute", n, listener)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // Metric sums the samples of a metric family whose labels include every

@@ -18,7 +18,6 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/hms-proxy/hms-proxy/locks"
-	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
 	"github.com/hms-proxy/hms-proxy/testbed/cluster"
@@ -343,21 +342,13 @@ func TestShutdownFailsReadinessBeforeTheCallsInFlightFinish(t *testing.T) {
 	if code := readyz(t, p.ManagementURL()); code != http.StatusOK {
 		t.Fatalf("/readyz before the shutdown: %d", code)
 	}
-	if err := hms2.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = hms2.Resume()
-		}
-	}()
+	resume := pause(t, hms2)
 	call := make(chan error, 1)
 	go func() {
 		_, err := c.GetDatabase(context.Background(), "catalog2__default")
 		call <- err
 	}()
-	waitInFlight(t, p, 1) // the call is served, held by the frozen metastore
+	p.WaitInFlight(t, "primary", 1) // the call is served, held by the frozen metastore
 	shut := make(chan error, 1)
 	go func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -388,10 +379,7 @@ func TestShutdownFailsReadinessBeforeTheCallsInFlightFinish(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := hms2.Resume(); err != nil {
-		t.Fatal(err)
-	}
-	resumed = true
+	resume()
 	if err := <-call; err != nil {
 		t.Fatalf("the call in flight during the drain: %v", err)
 	}
@@ -448,18 +436,10 @@ func TestDrainAnswersOrClosesAnIdleConnectionNeverBoth(t *testing.T) {
 	if _, err := busy.GetDatabase(ctx(t), "catalog2__default"); err != nil {
 		t.Fatal(err)
 	}
-	if err := hms2.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = hms2.Resume()
-		}
-	}()
+	resume := pause(t, hms2)
 	inFlight := make(chan error, 1)
 	go func() { _, err := busy.GetDatabase(context.Background(), "catalog2__default"); inFlight <- err }()
-	waitInFlight(t, p, 1)
+	p.WaitInFlight(t, "primary", 1)
 	shut := make(chan error, 1)
 	go func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -483,10 +463,7 @@ func TestDrainAnswersOrClosesAnIdleConnectionNeverBoth(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("alter_table on a connection idle at the drain's start is still waiting 2 minutes later: nobody answers it")
 	}
-	if err := hms2.Resume(); err != nil {
-		t.Fatal(err)
-	}
-	resumed = true
+	resume()
 	if err := <-inFlight; err != nil {
 		t.Errorf("the call in flight during the drain: %v", err)
 	}
@@ -506,16 +483,5 @@ func TestDrainAnswersOrClosesAnIdleConnectionNeverBoth(t *testing.T) {
 		t.Logf("the drain closed the idle connection before reading the alter: %v (not applied)", alterErr)
 	default:
 		t.Fatalf("alter_table during the drain: error %v, applied %v: want answered and applied, or a transport error and not applied", alterErr, applied)
-	}
-}
-
-// waitInFlight waits (bounded) until the primary listener serves n calls.
-func waitInFlight(t *testing.T, p *proxytest.Proxy, n float64) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); p.Metric(t, monitoring.MetricFrontendInFlightCalls, "frontend", "primary") < n; {
-		if time.Now().After(deadline) {
-			t.Fatalf("fewer than %v calls in flight after a minute", n)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

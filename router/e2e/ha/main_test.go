@@ -65,3 +65,22 @@ func ctx(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return c
 }
+
+// pause freezes a metastore (SIGSTOP) and returns what thaws it (SIGCONT),
+// at most once; the test's cleanup thaws it if the test did not.
+func pause(t *testing.T, ms *testbed.Metastore) (resume func()) {
+	t.Helper()
+	if err := ms.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	resume = func() {
+		once.Do(func() {
+			if err := ms.Resume(); err != nil {
+				t.Errorf("resume the metastore: %v", err)
+			}
+		})
+	}
+	t.Cleanup(resume)
+	return resume
+}

@@ -60,15 +60,7 @@ func TestLockOfAReplicaKilledMidCallEndsWithItsSession(t *testing.T) {
 		}
 		return n
 	}
-	if err := hms1.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = hms1.Resume()
-		}
-	}()
+	resume := pause(t, hms1)
 	go func() { _, _ = hs2.Lock(context.Background(), combined) }() // never answered
 	// The event: the victim has taken the shim part (it counts the
 	// acquire before it asks catalog1's frozen metastore for the rest).
@@ -82,10 +74,7 @@ func TestLockOfAReplicaKilledMidCallEndsWithItsSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	if err := hms1.Resume(); err != nil {
-		t.Fatal(err)
-	}
-	resumed = true
+	resume()
 
 	// An Iceberg commit's lock of the same table through the balancer.
 	iceberg := proxytest.Client(t, c.URI())
