@@ -16,6 +16,12 @@ summary() {
   echo "---- make test timing ----"
   printf '  %s\n' "${PHASES[@]}"
   printf '  %-10s %5ds\n' total "$SECONDS"
+  # The slowest packages (they run two at a time on two cores: their sum over two is about the test phase).
+  if [ -s "$CACHE/logs/go-test.log" ]; then
+    echo "---- slowest packages ----"
+    awk '($1 == "ok" || $1 == "FAIL") && $3 ~ /s$/ { t = $3; sub(/s$/, "", t); printf "  %8.1fs %s %s\n", t, $1, $2; sum += t }
+         END { if (sum) printf "  %8.1fs summed over every package\n", sum }' "$CACHE/logs/go-test.log" | sort -rn | head -16
+  fi
 }
 trap 'status=$?; summary; exit $status' EXIT
 
