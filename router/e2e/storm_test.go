@@ -35,9 +35,12 @@ import (
 const (
 	stormMaxMessage = 16 << 20 // server.max-message-size of the storm: small, so the memory bound means something
 	stormFrames     = 200_000
-	stormDeadline   = 4 * time.Minute
-	stormWorkers    = 32
-	stormIdle       = 300
+	// stormDeadline bounds the storm, not its speed: the 200,000 frames took
+	// 2 min 8 s on this 2-core machine at a load average of 20 (other
+	// engineers' builds and metastores); a quieter run takes a fraction.
+	stormDeadline = 12 * time.Minute
+	stormWorkers  = 32
+	stormIdle     = 300
 )
 
 var proxyBinary struct {
@@ -351,14 +354,14 @@ func TestFrontDoorStormRealBinary(t *testing.T) {
 	var after proc.Memory
 	for {
 		after = c.mem(t)
-		if after.RSSKiB <= base.RSSKiB+32<<10 || time.Since(settleStart) > 60*time.Second {
+		if after.RSSKiB <= base.RSSKiB+32<<10 || time.Since(settleStart) > 3*time.Minute {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Logf("after: VmRSS %d KiB (baseline %d KiB) %v after the storm", after.RSSKiB, base.RSSKiB, time.Since(settleStart).Round(time.Millisecond))
 	if after.RSSKiB > base.RSSKiB+32<<10 {
-		t.Errorf("RSS %d KiB 60 s after the storm, more than 32 MiB above the baseline %d KiB", after.RSSKiB, base.RSSKiB)
+		t.Errorf("RSS %d KiB 3 minutes after the storm, more than 32 MiB above the baseline %d KiB", after.RSSKiB, base.RSSKiB)
 	}
 	// How far it goes on returning (logged, not asserted: the runtime's scavenger paces itself).
 	for _, at := range stormObserve() {
