@@ -82,10 +82,14 @@ func (a *RangerAdmin) SetPolicies(service string, doc []byte) {
 	a.policies[service] = doc
 }
 
-// SetRoles makes Admin serve a RangerRoles document for service.
+// SetRoles makes Admin serve a RangerRoles document for service (nil: none, a 404).
 func (a *RangerAdmin) SetRoles(service string, doc []byte) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if doc == nil {
+		delete(a.roles, service)
+		return
+	}
 	a.roles[service] = doc
 }
 

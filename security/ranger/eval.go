@@ -76,6 +76,9 @@ func (e *Engine) prepare(r *Request, c *reqCtx) error {
 			return err
 		}
 	}
+	if r.Access == "_admin" || r.Access == "_super_user" {
+		return fmt.Errorf("ranger: access type %s is Ranger's grant/revoke check, which hms-proxy does not make", r.Access)
+	}
 	c.access = r.Access
 	c.any = r.Access == AccessAny || r.Access == ""
 	if c.any {

@@ -165,3 +165,38 @@ func FuzzOracle(f *testing.F) {
 		}
 	})
 }
+
+// TestOracleOperatorPolicies: the hand-written cases of TestOperatorPolicies,
+// on the hand-written policy files, answered by Ranger's Java engine.
+func TestOracleOperatorPolicies(t *testing.T) {
+	o := startOracle(t)
+	pf, _ := filepath.Abs("testdata/hms_hive-policies.json")
+	rf, _ := filepath.Abs("testdata/hms_hive-roles.json")
+	if err := o.Load(pf, rf, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	lines := make([]string, len(operatorCases))
+	for i, c := range operatorCases {
+		q := c.req
+		q.Time = at
+		lines[i] = caseLine(q)
+	}
+	answers, err := o.Decide(lines, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range operatorCases {
+		want := "D\t" + strconv.FormatInt(c.policy, 10)
+		if c.allow {
+			want = "A\t" + strconv.FormatInt(c.policy, 10)
+		}
+		if c.req.Access == AccessAny {
+			want = want[:1]
+			answers[i] = answers[i][:1]
+		}
+		if answers[i] != want {
+			t.Errorf("%s: Ranger's engine answers %q, the test expects %q", c.name, answers[i], want)
+		}
+	}
+}
