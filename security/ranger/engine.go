@@ -80,12 +80,22 @@ type Engine struct {
 	biased             []string
 	ignoredTagPolicies int
 	trace              func(string) // tests
+	// byDB lists, per database name, the policies whose every database
+	// value is that literal name; wildDB the policies any database may
+	// match. A request walks the two merged, in evaluation order.
+	byDB   map[string][]*cpolicy
+	wildDB []*cpolicy
+	dbIdx  int  // index of the "database" resource (-1: none)
+	dbCI   bool // database names compare ignoring case
 }
 
 // compiled policy
 type cpolicy struct {
+	pos       int32 // position in evaluation order
 	id        int64
 	name      string
+	allowWhy  string // Decision.Reason when it decides
+	denyWhy   string
 	priority  int
 	hasDeny   bool
 	hasAny    bool // has allow or deny items (hasMatchablePolicyItem)
@@ -182,6 +192,12 @@ func NewEngine(sp *ServicePolicies, roles *Roles, o EngineOptions) (*Engine, err
 		e.policies = append(e.policies, cp)
 	}
 	sort.SliceStable(e.policies, func(i, j int) bool { return evalBefore(e.policies[i], e.policies[j]) })
+	for i, p := range e.policies {
+		p.pos = int32(i)
+		p.allowWhy = fmt.Sprintf("allowed by policy %d (%s)", p.id, p.name)
+		p.denyWhy = fmt.Sprintf("denied by policy %d (%s)", p.id, p.name)
+	}
+	e.buildIndex()
 	return e, nil
 }
 
@@ -541,4 +557,72 @@ func (e *Engine) evalOrder(p *Policy, dynamic bool, itemConds int) int {
 		order -= d
 	}
 	return order
+}
+
+// buildIndex files each policy under the database names it can match. A
+// policy is filed under names only when every resource set naming a
+// database lists literal names (no wildcard, macro or excludes); a resource
+// set without a database never matches a request that names one.
+func (e *Engine) buildIndex() {
+	e.byDB, e.dbIdx = map[string][]*cpolicy{}, -1
+	i, ok := e.def.resIndex["database"]
+	if !ok {
+		e.wildDB = e.policies
+		return
+	}
+	e.dbIdx, e.dbCI = i, e.def.opts[i].ignoreCase
+	for _, p := range e.policies {
+		var names []string
+		literal := true
+		for _, cr := range p.resources {
+			if !cr.ok || !cr.keyNames[i] {
+				continue
+			}
+			m := cr.matchers[i]
+			if m == nil || m.matchAny || m.excludes || m.dynamic {
+				literal = false
+				break
+			}
+			for _, v := range m.values {
+				if v.kind != kindExact || v.value.u != nil || v.quoted {
+					literal = false
+					break
+				}
+				n := v.value.s
+				if e.dbCI {
+					n = strings.ToLower(n)
+				}
+				names = append(names, n)
+			}
+		}
+		if !literal {
+			e.wildDB = append(e.wildDB, p)
+			continue
+		}
+		seen := map[string]bool{}
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				e.byDB[n] = append(e.byDB[n], p)
+			}
+		}
+	}
+}
+
+// candidates returns the policies that may match a request for database db
+// (two lists to merge by position); all policies when db cannot be looked up.
+func (e *Engine) candidates(db jstr, present bool) (a, b []*cpolicy) {
+	if e.dbIdx < 0 || !present || db.u != nil {
+		return e.policies, nil
+	}
+	key := db.s
+	if e.dbCI {
+		for k := 0; k < len(key); k++ {
+			if c := key[k]; 'A' <= c && c <= 'Z' {
+				key = strings.ToLower(key)
+				break
+			}
+		}
+	}
+	return e.byDB[key], e.wildDB
 }

@@ -32,12 +32,14 @@ type oneResult struct {
 	set, allowed, determined bool
 	priority                 int
 	policy                   int64
+	decider                  *cpolicy
 }
 
 type result struct {
 	allowed, determined bool
 	priority            int
 	policy              int64
+	decider             *cpolicy
 	reason              string
 }
 
@@ -123,7 +125,23 @@ func (e *Engine) evaluate(c *reqCtx) result {
 		ret = result{allowed: true, determined: true, policy: -1, priority: 1 << 30, reason: "superuser"}
 	}
 	ret.determined = false
-	for _, p := range e.policies {
+	var a, b []*cpolicy
+	if e.dbIdx >= 0 && e.dbIdx < len(c.values) {
+		a, b = e.candidates(c.values[e.dbIdx], c.present[e.dbIdx])
+	} else {
+		a = e.policies
+	}
+	for {
+		var p *cpolicy
+		switch {
+		case len(a) > 0 && (len(b) == 0 || a[0].pos < b[0].pos):
+			p, a = a[0], a[1:]
+		case len(b) > 0:
+			p, b = b[0], b[1:]
+		}
+		if p == nil {
+			break
+		}
 		if !p.applicable(c.at) {
 			continue
 		}
@@ -142,10 +160,10 @@ func (e *Engine) evaluate(c *reqCtx) result {
 	}
 	if ret.reason == "" {
 		switch {
-		case ret.allowed:
-			ret.reason = fmt.Sprintf("allowed by policy %d", ret.policy)
-		case ret.policy >= 0:
-			ret.reason = fmt.Sprintf("denied by policy %d", ret.policy)
+		case ret.decider != nil && ret.allowed:
+			ret.reason = ret.decider.allowWhy
+		case ret.decider != nil:
+			ret.reason = ret.decider.denyWhy
 		default:
 			ret.reason = "no policy grants the access"
 		}
@@ -244,7 +262,7 @@ func (e *Engine) evaluateItems(p *cpolicy, mt matchType, c *reqCtx, ret *result)
 			continue
 		}
 		if r.allowed {
-			ret.allowed, ret.determined, ret.priority, ret.policy = true, r.determined, r.priority, r.policy
+			ret.allowed, ret.determined, ret.priority, ret.policy, ret.decider = true, r.determined, r.priority, r.policy, r.decider
 			return
 		}
 		denied = true
@@ -253,19 +271,19 @@ func (e *Engine) evaluateItems(p *cpolicy, mt matchType, c *reqCtx, ret *result)
 		}
 	}
 	if determined && denied {
-		ret.allowed, ret.determined, ret.priority, ret.policy = false, deniedRes.determined, deniedRes.priority, deniedRes.policy
+		ret.allowed, ret.determined, ret.priority, ret.policy, ret.decider = false, deniedRes.determined, deniedRes.priority, deniedRes.policy, deniedRes.decider
 	}
 }
 
 func updateOne(one *oneResult, p *cpolicy, mt matchType, allowed bool) {
 	if !allowed {
 		if mt != matchDescendant {
-			one.allowed, one.determined, one.priority, one.policy = false, true, p.priority, p.id
+			one.allowed, one.determined, one.priority, one.policy, one.decider = false, true, p.priority, p.id, p
 		}
 		return
 	}
 	if !one.allowed && mt != matchAncestor {
-		one.allowed, one.priority, one.policy = true, p.priority, p.id
+		one.allowed, one.priority, one.policy, one.decider = true, p.priority, p.id, p
 	}
 }
 

@@ -28,7 +28,16 @@ type valueMatcher struct {
 	quoted   bool   // quotedCaseSensitive: a value starting with a quote char compares case-sensitively
 	quotes   string // quote chars
 	tokens   *tokenReplacer
+	segs     []seg // the value cut at its macros (tokens != nil)
 	priority int
+}
+
+// seg is a piece of a value with macros: literal text, or a macro ({USER},
+// {OWNER}) with the text it stays as when the request has no such value.
+type seg struct {
+	lit      jstr
+	tok      string // "USER", "OWNER", or "" for literal text
+	fallback jstr
 }
 
 // matchOptions are a resource's matcher options (matcherOptions).
@@ -141,6 +150,7 @@ func newValueMatcher(value string, o matchOptions) (m *valueMatcher, matchAny, u
 	}
 	if o.replaceTokens && (unsupported || hasToken(m.value, o.start, o.end, o.escape)) {
 		m.tokens = &tokenReplacer{start: o.start, end: o.end, escape: o.escape, prefix: o.prefix}
+		m.segs = m.tokens.segments(m.value)
 		m.priority += 8
 	}
 	if m.value.len() == 0 {
@@ -177,12 +187,21 @@ type tokenReplacer struct {
 	prefix             string
 }
 
-func (r *tokenReplacer) replace(v jstr, t *tokens) jstr {
+// segments cuts v as StringTokenReplacer.replaceTokens walks it: escapes
+// resolved, "{name}" tokens apart (an unterminated one stays literal).
+func (r *tokenReplacer) segments(v jstr) []seg {
 	if !hasToken(v, r.start, r.end, r.escape) {
-		return v
+		return []seg{{lit: v}}
 	}
+	var segs []seg
 	var out, tok []uint16
 	inTok := false
+	flush := func() {
+		if len(out) > 0 {
+			segs = append(segs, seg{lit: unitsJstr(out)})
+			out = nil
+		}
+	}
 	n := v.len()
 	for i := 0; i < n; i++ {
 		c := v.at(i)
@@ -221,24 +240,19 @@ func (r *tokenReplacer) replace(v jstr, t *tokens) jstr {
 			continue
 		}
 		raw := unitsJstr(tok).String()
-		replaced, ok := "", false
+		lit := append(append([]uint16{r.start}, tok...), r.end)
+		name := ""
 		if strings.HasPrefix(raw, r.prefix) {
 			switch raw[len(r.prefix):] {
-			case "USER":
-				replaced, ok = t.user, t.hasUser
-			case "OWNER":
-				replaced, ok = t.owner, t.hasOwner
+			case "USER", "OWNER":
+				name = raw[len(r.prefix):]
 			}
 		}
-		if ok {
-			rj := newJstr(replaced)
-			for k := 0; k < rj.len(); k++ {
-				out = append(out, rj.at(k))
-			}
+		if name == "" {
+			out = append(out, lit...)
 		} else {
-			out = append(out, r.start)
-			out = append(out, tok...)
-			out = append(out, r.end)
+			flush()
+			segs = append(segs, seg{tok: name, fallback: unitsJstr(lit)})
 		}
 		inTok = false
 	}
@@ -246,21 +260,79 @@ func (r *tokenReplacer) replace(v jstr, t *tokens) jstr {
 		out = append(out, r.start)
 		out = append(out, tok...)
 	}
+	flush()
+	return segs
+}
+
+// piece is a segment's text for the request.
+func (s *seg) piece(t *tokens) jstr {
+	switch s.tok {
+	case "":
+		return s.lit
+	case "USER":
+		if t.hasUser {
+			return newJstr(t.user)
+		}
+	case "OWNER":
+		if t.hasOwner {
+			return newJstr(t.owner)
+		}
+	}
+	return s.fallback
+}
+
+// expand is the value with the request's macros replaced.
+func expand(segs []seg, t *tokens) jstr {
+	var out []uint16
+	for i := range segs {
+		p := segs[i].piece(t)
+		for k := 0; k < p.len(); k++ {
+			out = append(out, p.at(k))
+		}
+	}
 	return unitsJstr(out)
+}
+
+// segsMatchAt compares the expanded value with rv from off, piece by piece.
+func segsMatchAt(rv jstr, off int, segs []seg, t *tokens, ci bool) bool {
+	for i := range segs {
+		p := segs[i].piece(t)
+		if !regionMatches(rv, off, p, ci) {
+			return false
+		}
+		off += p.len()
+	}
+	return true
+}
+
+func segsLen(segs []seg, t *tokens) int {
+	n := 0
+	for i := range segs {
+		n += segs[i].piece(t).len()
+	}
+	return n
 }
 
 // match tells whether a request value matches.
 func (m *valueMatcher) match(rv jstr, t *tokens) bool {
-	p, toks := m.value, m.toks
-	if m.tokens != nil {
-		p = m.tokens.replace(m.value, t)
-		if m.kind == kindWildcard {
-			toks = splitWildcard(p)
-		}
-	}
 	ci := m.ci
 	if m.quoted && rv.len() > 0 && strings.ContainsRune(m.quotes, rune(rv.at(0))) {
 		ci = false
+	}
+	p, toks := m.value, m.toks
+	if m.tokens != nil {
+		// macros: compared piece by piece, without building the value
+		switch m.kind {
+		case kindExact:
+			return segsLen(m.segs, t) == rv.len() && segsMatchAt(rv, 0, m.segs, t, ci)
+		case kindPrefix:
+			return segsLen(m.segs, t) <= rv.len() && segsMatchAt(rv, 0, m.segs, t, ci)
+		case kindSuffix:
+			n := segsLen(m.segs, t)
+			return n <= rv.len() && segsMatchAt(rv, rv.len()-n, m.segs, t, ci)
+		}
+		p = expand(m.segs, t)
+		toks = splitWildcard(p)
 	}
 	switch m.kind {
 	case kindExact:
