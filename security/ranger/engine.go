@@ -2,7 +2,6 @@ package ranger
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -514,17 +513,12 @@ func (e *Engine) evalOrder(p *Policy, dynamic bool, itemConds int) int {
 		order += 20
 	}
 	order -= min(100, discount)
-	users, groups, perms := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	users, groups := map[string]bool{}, map[string]bool{}
 	hasPublic, hasCurrent := p.denyAllElse(), false
 	for _, items := range [][]*PolicyItem{p.PolicyItems, p.DenyPolicyItems, p.AllowExceptions, p.DenyExceptions} {
 		for _, it := range items {
 			if it == nil {
 				continue
-			}
-			for _, a := range it.Accesses {
-				if a != nil && a.allowed() {
-					perms[a.Type] = true
-				}
 			}
 			for _, u := range it.Users {
 				if u != nil {
@@ -550,9 +544,10 @@ func (e *Engine) evalOrder(p *Policy, dynamic bool, itemConds int) int {
 	} else {
 		order -= min(len(groups)+len(users), 25)
 	}
-	if n := len(e.def.accessNames); n > 0 {
-		order -= int(math.Round(float64(float32(25*len(perms)) / float32(n))))
-	}
+	// Ranger's score also discounts by the access types a policy grants, but
+	// the set it counts them in is never filled before the score is taken
+	// (RangerOptimizedPolicyEvaluator.preprocessPolicyItems drops the set
+	// its helper returns): the discount is always 0, and so it is here.
 	if d := 25 - 5*itemConds; d > 0 {
 		order -= d
 	}
