@@ -162,7 +162,7 @@ func (a *adminClient) get(ctx context.Context, base, path string, q url.Values) 
 		u, _ := url.Parse(base)
 		h, err := a.o.Negotiate.NegotiateHeader("HTTP/" + strings.ToLower(u.Hostname()))
 		if err != nil {
-			return nil, 0, fmt.Errorf("Kerberos (SPNEGO) for HTTP/%s: %w", u.Hostname(), err)
+			return nil, 0, fmt.Errorf("kerberos (SPNEGO) login for HTTP/%s: %w", u.Hostname(), err)
 		}
 		req.Header.Set("Authorization", h)
 	}

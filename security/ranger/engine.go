@@ -115,7 +115,6 @@ type cresource struct {
 	matchers []*resourceMatcher
 	valid    []int // the one valid hierarchy, if exactly one
 	nKeys    int
-	keySet   uint64
 	keyNames map[int]bool
 }
 

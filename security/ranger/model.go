@@ -97,9 +97,6 @@ const (
 
 func (p *Policy) enabled() bool     { return p.IsEnabled == nil || *p.IsEnabled }
 func (p *Policy) denyAllElse() bool { return p.IsDenyAllElse != nil && *p.IsDenyAllElse }
-func (p *Policy) auditEnabled() bool {
-	return p.IsAuditEnabled == nil || *p.IsAuditEnabled
-}
 
 func (p *Policy) id() int64 {
 	if p.ID == nil {

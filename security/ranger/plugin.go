@@ -230,7 +230,7 @@ func (p *Plugin) Refresh(ctx context.Context) error {
 			p.disableCache()
 			p.policies, p.policyVersion = nil, -1
 			p.engine.Store(nil)
-			p.blocked = fmt.Errorf("Ranger Admin does not know service %s: %w", svc, err)
+			p.blocked = fmt.Errorf("service %s is unknown to Ranger Admin: %w", svc, err)
 		}
 		if rolesChanged {
 			p.publish()

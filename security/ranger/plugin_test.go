@@ -243,7 +243,7 @@ func TestServiceNotFound(t *testing.T) {
 	dir := t.TempDir()
 	p := newPlugin(t, []string{a.URL}, dir, func(o *Options) { o.Admin.ServiceName = "gone" })
 	err := refresh(t, p)
-	if err == nil || !strings.Contains(p.Ready().Error(), "does not know service gone") {
+	if err == nil || !strings.Contains(p.Ready().Error(), "service gone is unknown to Ranger Admin") {
 		t.Fatalf("refresh %v, ready %v", err, p.Ready())
 	}
 }
