@@ -180,31 +180,30 @@ func (a *adminClient) get(ctx context.Context, base, path string, q url.Values) 
 
 // policies downloads the policy set when it changed since lastKnown.
 func (a *adminClient) policies(ctx context.Context, lastKnown, activation int64) ([]byte, string, error) {
-	path := "/service/plugins/policies/download/"
-	if a.o.Negotiate != nil {
-		path = "/service/plugins/secure/policies/download/"
-	}
-	q := url.Values{}
-	q.Set("lastKnownVersion", strconv.FormatInt(lastKnown, 10))
-	q.Set("lastActivationTime", strconv.FormatInt(activation, 10))
-	q.Set("pluginId", a.pluginID)
-	q.Set("clusterName", a.o.ClusterName)
-	q.Set("supportsPolicyDeltas", "false")
-	q.Set("pluginCapabilities", pluginCapabilities)
-	return a.download(ctx, path+url.PathEscape(a.o.ServiceName), q)
+	return a.document(ctx, "/service/plugins/policies/download/", "/service/plugins/secure/policies/download/",
+		"lastKnownVersion", lastKnown, activation, "supportsPolicyDeltas", "false")
 }
 
 // roles downloads the roles when they changed since lastKnown.
 func (a *adminClient) roles(ctx context.Context, lastKnown, activation int64) ([]byte, string, error) {
-	path := "/service/roles/download/"
+	return a.document(ctx, "/service/roles/download/", "/service/roles/secure/download/",
+		"lastKnownRoleVersion", lastKnown, activation)
+}
+
+// document asks for one of the service's documents with the parameters the
+// Java plugin sends (extra: more name, value pairs).
+func (a *adminClient) document(ctx context.Context, path, securePath, versionParam string, lastKnown, activation int64, extra ...string) ([]byte, string, error) {
 	if a.o.Negotiate != nil {
-		path = "/service/roles/secure/download/"
+		path = securePath
 	}
 	q := url.Values{}
-	q.Set("lastKnownRoleVersion", strconv.FormatInt(lastKnown, 10))
+	q.Set(versionParam, strconv.FormatInt(lastKnown, 10))
 	q.Set("lastActivationTime", strconv.FormatInt(activation, 10))
 	q.Set("pluginId", a.pluginID)
 	q.Set("clusterName", a.o.ClusterName)
+	for i := 0; i+1 < len(extra); i += 2 {
+		q.Set(extra[i], extra[i+1])
+	}
 	q.Set("pluginCapabilities", pluginCapabilities)
 	return a.download(ctx, path+url.PathEscape(a.o.ServiceName), q)
 }

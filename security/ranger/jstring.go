@@ -67,26 +67,21 @@ func foldEq(a, b uint16) bool {
 	return ua == ub || lower16(ua) == lower16(ub)
 }
 
-func upper16(c uint16) uint16 {
-	if utf16.IsSurrogate(rune(c)) {
-		return c
-	}
-	r := unicode.ToUpper(rune(c))
-	if r > 0xFFFF {
-		return c
-	}
-	return uint16(r)
-}
+func upper16(c uint16) uint16 { return mapBMP(c, unicode.ToUpper) }
 
-func lower16(c uint16) uint16 {
+func lower16(c uint16) uint16 { return mapBMP(c, unicode.ToLower) }
+
+// mapBMP applies a case mapping to one UTF-16 unit as Java's
+// Character.toUpperCase(char) does: surrogates and mappings leaving the
+// basic plane keep the unit.
+func mapBMP(c uint16, f func(rune) rune) uint16 {
 	if utf16.IsSurrogate(rune(c)) {
 		return c
 	}
-	r := unicode.ToLower(rune(c))
-	if r > 0xFFFF {
-		return c
+	if r := f(rune(c)); r <= 0xFFFF {
+		return uint16(r)
 	}
-	return uint16(r)
+	return c
 }
 
 // regionMatches is String.regionMatches(ignoreCase, off, other, 0, len(other)).
