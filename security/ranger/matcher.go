@@ -372,7 +372,9 @@ func newResourceMatcher(pr *PolicyResource, o matchOptions) (rm *resourceMatcher
 		rm.dynamic = rm.dynamic || m.tokens != nil
 	}
 	if any || len(rm.values) == 0 {
-		rm.values, rm.matchAny = nil, true
+		// a match-any value drops the others, macros included: nothing
+		// left to expand per request
+		rm.values, rm.matchAny, rm.dynamic = nil, true, false
 	}
 	sort.SliceStable(rm.values, func(i, j int) bool { return rm.values[i].priority < rm.values[j].priority })
 	return rm, unsupported
