@@ -62,6 +62,10 @@ type EngineOptions struct {
 	Location *time.Location
 	// Now is the clock for requests without a Time; nil = time.Now.
 	Now func() time.Time
+	// SuperUsers and SuperGroups are the plugin's own super users
+	// (ranger.plugin.hive.super.users/groups of ranger.config-dir), beside
+	// those of the service configuration Admin sends.
+	SuperUsers, SuperGroups []string
 }
 
 // Engine evaluates one immutable policy set. Safe for concurrent use.
@@ -174,6 +178,12 @@ func NewEngine(sp *ServicePolicies, roles *Roles, o EngineOptions) (*Engine, err
 		roles:       newRoleIndex(roles)}
 	if e.now == nil {
 		e.now = time.Now
+	}
+	for _, u := range o.SuperUsers {
+		e.superUsers[u] = true
+	}
+	for _, g := range o.SuperGroups {
+		e.superGroups[g] = true
 	}
 	if sp.TagPolicies != nil {
 		e.ignoredTagPolicies = len(sp.TagPolicies.Policies)
