@@ -227,6 +227,18 @@ func hiveDef(t testing.TB) *ServiceDef {
 func genPolicySet(t testing.TB, r *rand.Rand, n int) *ServicePolicies {
 	v := int64(r.Intn(100) + 1)
 	sp := &ServicePolicies{ServiceName: "hms_hive", PolicyVersion: &v, ServiceDef: hiveDef(t)}
+	// now and then another definition: denials switched off, case-sensitive
+	// or quoted-case-sensitive names, no wildcards for tables
+	switch r.Intn(14) {
+	case 0:
+		sp.ServiceDef.Options = StringMap{"enableDenyAndExceptionsInPolicies": "false"}
+	case 1:
+		sp.ServiceDef.Resources[0].MatcherOptions["ignoreCase"] = "false"
+	case 2:
+		sp.ServiceDef.Resources[1].MatcherOptions["quotedCaseSensitive"] = "true"
+	case 3:
+		sp.ServiceDef.Resources[1].MatcherOptions["wildCard"] = "false"
+	}
 	if r.Intn(12) == 0 {
 		sp.ServiceConfig = map[string]string{"ranger.plugin.super.users": "hive", "ranger.plugin.super.groups": "admins"}
 	}

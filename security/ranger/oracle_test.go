@@ -115,7 +115,7 @@ func agreement(t testing.TB, o *testbed.RangerOracle, dir string, sp *ServicePol
 func TestOracleAgreement(t *testing.T) {
 	o := startOracle(t)
 	dir := t.TempDir()
-	sets, perSet := 60, 300
+	sets, perSet := 100, 300
 	if testing.Short() {
 		sets = 10
 	}
