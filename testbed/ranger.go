@@ -51,8 +51,26 @@ type RangerOracle struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
-	stderr *bytes.Buffer
+	stderr *lockedBuffer
 	cancel context.CancelFunc
+}
+
+// lockedBuffer is the JVM's standard error, read while the JVM writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // StartRangerOracle starts the oracle JVM (PrepareRanger first). Its clock zone is UTC: validity schedules without
@@ -80,13 +98,13 @@ func StartRangerOracle() (*RangerOracle, error) {
 		cancel()
 		return nil, err
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		cancel()
 		return nil, fmt.Errorf("testbed: starting the Ranger oracle: %w", err)
 	}
-	return &RangerOracle{cmd: cmd, in: in, out: bufio.NewReader(outPipe), stderr: &stderr, cancel: cancel}, nil
+	return &RangerOracle{cmd: cmd, in: in, out: bufio.NewReader(outPipe), stderr: stderr, cancel: cancel}, nil
 }
 
 // Load makes the oracle evaluate the policy set in policiesFile (the plugin's cache format) with the roles in

@@ -313,3 +313,27 @@ func TestFilters(t *testing.T) {
 		t.Errorf("filtered tables %v", got)
 	}
 }
+
+// Start refreshes at once and then on its interval; stop ends the loop.
+func TestStart(t *testing.T) {
+	a := startAdmin(t, testbed.RangerAdminOptions{})
+	p := newPlugin(t, []string{a.URL}, "", func(o *Options) { o.PollInterval = 10 * time.Millisecond })
+	stop := p.Start(context.Background())
+	deadline := time.Now().Add(time.Minute)
+	for len(a.Requests()) < 6 && time.Now().Before(deadline) { // three rounds
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	if err := p.Ready(); err != nil {
+		t.Fatal(err)
+	}
+	n := len(a.Requests())
+	if n < 6 {
+		t.Fatalf("%d requests in a minute", n)
+	}
+	for _, r := range a.Requests()[2:] {
+		if r.Status != 304 {
+			t.Fatalf("later rounds must be 304s: %+v", r)
+		}
+	}
+}
