@@ -33,8 +33,10 @@ type Authorizer struct {
 	m       *catalogMetrics
 }
 
-// For returns the plugin's authorizer for a catalog.
+// For returns the plugin's authorizer for a catalog (and marks the catalog
+// in hms_proxy_ranger_plugin_info).
 func (p *Plugin) For(catalog string) *Authorizer {
+	p.o.Metrics.PluginInfo(catalog, p.o.Admin.ServiceName, p.o.ServiceType, p.o.Admin.AppID)
 	return &Authorizer{p: p, catalog: catalog, m: p.o.Metrics.forCatalog(catalog)}
 }
 

@@ -76,8 +76,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // PluginInfo sets hms_proxy_ranger_plugin_info for a catalog served by a
-// plugin (the wiring calls it per catalog; "" for the shared plugin's own
-// series is not used).
+// plugin (Plugin.For does).
 func (m *Metrics) PluginInfo(catalog, service, serviceType, appID string) {
 	if m != nil {
 		m.info.WithLabelValues(catalog, service, serviceType, appID).Set(1)

@@ -172,6 +172,9 @@ func TestDownloadAndUnchanged(t *testing.T) {
 	if got := testutil.ToFloat64(p.o.Metrics.evaluations.WithLabelValues("c1", "table", "select", "allowed")); got != 1 {
 		t.Errorf("allowed evaluations %v", got)
 	}
+	if got := testutil.ToFloat64(p.o.Metrics.info.WithLabelValues("c1", "hms_hive", "hive", "hms-proxy")); got != 1 {
+		t.Errorf("plugin info %v", got)
+	}
 }
 
 // Admin down at start: with the cache of an earlier run the last policies
