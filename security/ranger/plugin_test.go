@@ -340,3 +340,47 @@ func TestStart(t *testing.T) {
 		}
 	}
 }
+
+// The metric names and labels are those the dashboard, the alerts and
+// docs/ranger.md use (monitoring/dashboard_test.go repeats them).
+func TestMetricNamesAndLabels(t *testing.T) {
+	a := startAdmin(t, testbed.RangerAdminOptions{})
+	reg := prometheus.NewRegistry()
+	p := newPlugin(t, []string{a.URL}, "", func(o *Options) { o.Metrics = NewMetrics(reg) })
+	if err := refresh(t, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.For("c1").FilterDatabases(Subject{User: "alice"}, []string{"sales", "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		MetricEvaluationsTotal:          "access_type,catalog,resource_type,result",
+		MetricEvaluationDurationSeconds: "catalog,resource_type",
+		MetricFilteredObjectsTotal:      "catalog,resource_type",
+		MetricPluginInfo:                "app_id,catalog,service_name,service_type",
+		MetricPolicyDownloadsTotal:      "kind,result,service_name",
+		MetricPolicyVersion:             "service_name",
+		MetricPolicyLastSuccess:         "service_name",
+		MetricPluginReady:               "service_name",
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, mf := range mfs {
+		var names []string
+		for _, l := range mf.GetMetric()[0].GetLabel() {
+			names = append(names, l.GetName())
+		}
+		got[mf.GetName()] = strings.Join(names, ",")
+	}
+	for n, labels := range want {
+		if got[n] != labels {
+			t.Errorf("%s: labels %q, want %q", n, got[n], labels)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("exported %v", got)
+	}
+}
