@@ -3,6 +3,7 @@ package ranger
 import (
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -171,6 +172,44 @@ func BenchmarkDecideDenied(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if e.Decide(&q).Allowed {
 			b.Fatal("allowed")
+		}
+	}
+}
+
+// A policy set of a large installation: 2000 databases with their own
+// policies, 20 wildcard policies, and SHOW TABLES of one database with 1000
+// tables (one _any check per table).
+func BenchmarkShowTablesLargePolicySet(b *testing.B) {
+	sp, roles := loadTestdata(b)
+	for i := 0; i < 2000; i++ {
+		id := int64(1000 + i)
+		sp.Policies = append(sp.Policies, &Policy{ID: &id, Name: "db" + strconv.Itoa(i), Resources: map[string]*PolicyResource{
+			"database": {Values: strps([]string{"db" + strconv.Itoa(i)})}, "table": {Values: strps([]string{"*"})}, "column": {Values: strps([]string{"*"})}},
+			PolicyItems: []*PolicyItem{{Accesses: []*ItemAccess{{Type: "select"}}, Groups: strps([]string{"team" + strconv.Itoa(i%50)})}}})
+	}
+	for i := 0; i < 20; i++ {
+		id := int64(5000 + i)
+		sp.Policies = append(sp.Policies, &Policy{ID: &id, Name: "wild" + strconv.Itoa(i), Resources: map[string]*PolicyResource{
+			"database": {Values: strps([]string{"db1*"})}, "table": {Values: strps([]string{"t" + strconv.Itoa(i) + "*"})}, "column": {Values: strps([]string{"*"})}},
+			DenyPolicyItems: []*PolicyItem{{Accesses: []*ItemAccess{{Type: "all"}}, Groups: strps([]string{"contractors"})}}})
+	}
+	e, err := NewEngine(sp, roles, EngineOptions{Location: time.UTC})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tables := make([]string, 1000)
+	for i := range tables {
+		tables[i] = "t" + strconv.Itoa(i)
+	}
+	q := Request{User: "u1", Groups: []string{"team7", "staff"}, Database: "db7", Access: AccessAny, Time: time.Now()}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, t := range tables {
+			q.Table = t
+			if !e.Decide(&q).Allowed {
+				b.Fatal("denied")
+			}
 		}
 	}
 }
