@@ -140,11 +140,13 @@ func TestPollingFeedsBreakersOfRealMetastores(t *testing.T) {
 	}
 	p.Start()
 	defer p.Close()
+	// since counts the probes that ended after from (a probe in flight when
+	// the fault came fails from it, although it began before).
 	since := func(target string, from time.Time) (ok, failed int, lastErr error) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, r := range results {
-			if r.Target != target || r.Start.Before(from) {
+			if r.Target != target || r.Start.Add(r.Latency).Before(from) {
 				continue
 			}
 			if r.Err == nil {
