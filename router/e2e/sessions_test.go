@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,10 +24,10 @@ import (
 // swallowed by a transaction an earlier call left open.
 
 // runJavaFile runs one of testdata's single-file Java programs with the real
-// HiveMetaStoreClient of version v on the class path and returns the lines
-// it printed that start with one of the prefixes; it fails the test when the
-// program fails.
-func runJavaFile(t *testing.T, v testbed.Version, file string, args ...string) []string {
+// HiveMetaStoreClient of version v on the class path (env: more variables of
+// its environment, such as HADOOP_USER_NAME) and returns the lines it
+// printed; it fails the test when the program fails.
+func runJavaFile(t *testing.T, v testbed.Version, env []string, file string, args ...string) []string {
 	t.Helper()
 	lib, err := filepath.EvalSymlinks(filepath.Join(testbed.Cache(), "lib", string(v)))
 	if err != nil {
@@ -37,6 +39,9 @@ func runJavaFile(t *testing.T, v testbed.Version, file string, args ...string) [
 		"-D" + testbed.RunProperty + "=" + testbed.RunID(), "-cp", filepath.Join(lib, "*"),
 		filepath.Join("testdata", file)}, args...)
 	cmd := exec.CommandContext(run, "java", jargs...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -56,14 +61,15 @@ func runJavaFile(t *testing.T, v testbed.Version, file string, args ...string) [
 type sessionStep struct{ op, want string }
 
 // clientSessions runs steps, each in a client session of its own, against
-// uri with the Hive client of version v, and checks each answer.
-func clientSessions(t *testing.T, v testbed.Version, uri string, steps []sessionStep) {
+// uri with the Hive client of version v (env as runJavaFile's), and checks
+// each answer.
+func clientSessions(t *testing.T, v testbed.Version, env []string, uri string, steps []sessionStep) {
 	t.Helper()
 	args := []string{uri}
 	for _, s := range steps {
 		args = append(args, s.op)
 	}
-	lines := runJavaFile(t, v, "ClientSessions.java", args...)
+	lines := runJavaFile(t, v, env, "ClientSessions.java", args...)
 	t.Logf("Hive %s client sessions:\n%s", v, strings.Join(lines, "\n"))
 	var got []string
 	for _, l := range lines {
@@ -102,10 +108,16 @@ func TestPooledSessionDoesNotCarryAFailedExchangeIntoTheNextClient(t *testing.T)
 		client  testbed.Version
 		extra   []string
 		door    string
+		user    string // impersonation: the user whose pool serves the calls
 	}{
-		{"hive-3.1.3", func() *testbed.Metastore { return hms1 }, testbed.Hive313, nil, "primary"},
+		{"hive-3.1.3", func() *testbed.Metastore { return hms1 }, testbed.Hive313, nil, "primary", ""},
 		{"hive-4.1.0", func() *testbed.Metastore { return hms4 }, testbed.Hive410,
-			[]string{"catalog.catalog1.runtime-profile=APACHE_4_1_0"}, "hive4"},
+			[]string{"catalog.catalog1.runtime-profile=APACHE_4_1_0"}, "hive4", ""},
+		// One user's sessions are just as shared: between that user's
+		// client sessions (HiveServer2's, or several applications').
+		{"hive-3.1.3-impersonation-pool", func() *testbed.Metastore { return hms1 }, testbed.Hive313,
+			[]string{"security.impersonation-enabled=true", "catalog.catalog1.impersonation-pool-max-size=1"},
+			"primary", "alice"},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			backend := v.backend()
@@ -138,7 +150,12 @@ func TestPooledSessionDoesNotCarryAFailedExchangeIntoTheNextClient(t *testing.T)
 			const schemas, meta = "MetaException: The tables have different schemas", "MetaException: "
 			ex := func(rpc, src, dst, val string) string { return rpc + ":" + db + ":" + src + ":" + dst + ":" + val }
 			created := []string{"t_after", "t_single", "t_exists", "t_nopart", "t_nodest", "t_nosrc"}
-			clientSessions(t, v.client, p.URI(v.door), []sessionStep{
+			var env []string
+			if v.user != "" {
+				// a simple Hadoop login as the user: the client sends set_ugi
+				env = []string{"HADOOP_USER_NAME=" + v.user}
+			}
+			clientSessions(t, v.client, env, p.URI(v.door), []sessionStep{
 				{ex("exchange_partitions", "src", "dst_int", "1"), schemas},
 				{"create_table:" + db + ":t_after", "ok"},
 				{ex("exchange_partitions", "src", "dst_int", "1"), schemas},
@@ -169,9 +186,71 @@ func TestPooledSessionDoesNotCarryAFailedExchangeIntoTheNextClient(t *testing.T)
 			if parts, err := after.GetPartitionNames(ctx(t), db, "src", -1); err != nil || strings.Join(parts, ",") != "p=1" {
 				t.Fatalf("the source's partitions after the failed exchanges: %v %v, want p=1", parts, err)
 			}
+			if v.user != "" {
+				if users, _ := p.Router.ImpersonationUsers("catalog1"); strings.Join(users, ",") != v.user {
+					t.Fatalf("impersonation pools %v, want %s's alone", users, v.user)
+				}
+			}
 			if n := p.Metric(t, "hms_proxy_backend_session_retired_total", "catalog", "catalog1", "reason", "exception"); n < 7 {
 				t.Fatalf("hms_proxy_backend_session_retired_total{catalog1,exception} = %v, want at least 7 (one per failed exchange)", n)
 			}
 		})
+	}
+}
+
+// What a session may serve after, against a real metastore behind a tap that
+// numbers the proxy's connections: a read's "does not exist" (Spark's
+// tableExists and databaseExists, IF NOT EXISTS) keeps its session, so a miss
+// costs no reconnect; a write's exception, even NoSuchObjectException from
+// drop_table, retires it, and the next call opens a new one.
+func TestPooledSessionIsKeptAfterAReadMissAndRetiredAfterAFailedWrite(t *testing.T) {
+	needHive(t)
+	tap := proxytest.NewTap(t, hms1.URI)
+	p := proxytest.Start(t, twoCatalogs("catalog.catalog1.conf.hive.metastore.uris="+tap.URI(),
+		"catalog.catalog1.shared-session-pool-size=1"))
+	c := proxytest.Client(t, p.URI("primary"))
+	retired := func() float64 {
+		return p.Metric(t, "hms_proxy_backend_session_retired_total", "catalog", "catalog1")
+	}
+	miss := uniq("nosuch")
+	if _, err := c.GetTable(ctx(t), "default", miss); !isNotFound(err) {
+		t.Fatalf("get_table of a missing table: %v", err)
+	}
+	if _, err := c.GetTableReq(ctx(t), &thriftgen.GetTableRequest{DbName: "default", TblName: miss}); !isNotFound(err) {
+		t.Fatalf("get_table_req of a missing table: %v", err)
+	}
+	if _, err := c.GetDatabase(ctx(t), miss); !isNotFound(err) {
+		t.Fatalf("get_database of a missing database: %v", err)
+	}
+	if _, err := c.GetDatabase(ctx(t), "default"); err != nil {
+		t.Fatal(err)
+	}
+	calls := tap.Calls()
+	for _, cl := range calls {
+		if cl.Conn != calls[0].Conn {
+			t.Fatalf("after read misses the proxy opened another backend session: %s on connection %d, the first call on %d",
+				cl.Method, cl.Conn, calls[0].Conn)
+		}
+	}
+	if n := retired(); n != 0 {
+		t.Fatalf("sessions retired after read misses: %v, want 0", n)
+	}
+	tap.Reset()
+	if err := c.DropTable(ctx(t), "default", miss, false); !isNotFound(err) {
+		t.Fatalf("drop_table of a missing table: %v", err)
+	}
+	if _, err := c.GetDatabase(ctx(t), "default"); err != nil {
+		t.Fatal(err)
+	}
+	calls = tap.Calls()
+	if len(calls) != 2 || calls[0].Method != "drop_table" || calls[1].Conn == calls[0].Conn {
+		var seen []string
+		for _, cl := range calls {
+			seen = append(seen, fmt.Sprintf("%s on connection %d", cl.Method, cl.Conn))
+		}
+		t.Fatalf("after a failed drop_table the next call must use a new backend session; the tap saw %s", strings.Join(seen, ", "))
+	}
+	if n := p.Metric(t, "hms_proxy_backend_session_retired_total", "catalog", "catalog1", "reason", "exception"); n != 1 || retired() != 1 {
+		t.Fatalf("hms_proxy_backend_session_retired_total{catalog1}: exception %v, all %v; want 1 and 1", n, retired())
 	}
 }
