@@ -387,11 +387,14 @@ func (a *argVisitor) Visit(s *wire.Span) error {
 			}
 		}
 		if spec.Rename && s.Role == RoleDB && ref.name != "" {
-			// c is nil for a name without a prefix: resolved after the
-			// walk, when it is known whether a catalog field names one.
-			rc := c
-			if !explicit {
-				rc = nil
+			// A name with a prefix, or with a marker naming a proxy
+			// catalog, carries its catalog; any other is resolved after
+			// the walk (planSingle), when the whole request is known.
+			var rc *Catalog
+			if explicit {
+				rc = c
+			} else if mc := ns.markerCatalog(ref); mc != nil {
+				rc = mc
 			}
 			if inTable {
 				if rt.targetDB == "" {
@@ -516,8 +519,16 @@ func (r *Router) planSingle(req *request) {
 		return
 	}
 	if spec.Rename && rt.sourceDB != "" && rt.targetDB != "" {
+		// A plain database name is the default catalog's, as anywhere.
+		// Only in a request that writes no catalog prefix at all does a
+		// catalog field name the catalog of its plain names (a Hive 3
+		// client's "@catalog2#sales" with Table.catName catalog2). Where
+		// a prefix is written, a catalog field echoes the table the
+		// client read (Trino renames the Table it got, catName
+		// catalog2, to dbName "s1") and does not pull the plain name
+		// into that catalog.
 		home := r.ns.Default()
-		if rt.explicit != nil {
+		if rt.explicit != nil && rt.prefixed == nil {
 			home = rt.explicit
 		}
 		if rt.source == nil {

@@ -464,3 +464,66 @@ func TestABackendCatalogNameRoutesAsTheDefaultCatalogWithEitherPreserveSetting(t
 	}
 }
 
+// Issue 20, item 5: a rename from a prefixed database to a plain one moves
+// the table to the default catalog's database, which no metastore can do,
+// in every alter_table form and however the request carries catalogs: the
+// new Table's catName echoing the catalog the client read it from (Trino's
+// rename of the Table it got, the Java client's alter_table), Hive 3's
+// "@hive#" or "@catalog2#" marker on the source, AlterTableRequest.catName.
+// Names that carry their catalog, or plain names in a request whose catalog
+// field names the catalog, stay within it.
+func TestPlannerRenameToAPlainDatabaseIsTheDefaultCatalogs(t *testing.T) {
+	r := testRouter(t)
+	newTbl := func(db, cat string) wire.Value {
+		v := wire.Struct(wire.Field{ID: 1, V: wire.Str("moved")}, wire.Field{ID: 2, V: wire.Str(db)})
+		if cat != "" {
+			v.Set(17, wire.Str(cat))
+		}
+		return v
+	}
+	positional := func(method, src string, tbl wire.Value) wire.Value {
+		a := wire.Struct(wire.Field{ID: 1, V: wire.Str(src)}, wire.Field{ID: 2, V: wire.Str("t")}, wire.Field{ID: 3, V: tbl})
+		if method == "alter_table_with_cascade" {
+			a.Set(4, wire.Bool(true))
+		}
+		return a
+	}
+	req := func(cat, src string, tbl wire.Value) wire.Value {
+		rq := wire.Struct(wire.Field{ID: 2, V: wire.Str(src)}, wire.Field{ID: 3, V: wire.Str("t")}, wire.Field{ID: 4, V: tbl})
+		if cat != "" {
+			rq.Set(1, wire.Str(cat))
+		}
+		return wire.Struct(wire.Field{ID: 1, V: rq})
+	}
+	for _, method := range []string{"alter_table", "alter_table_with_environment_context", "alter_table_with_cascade"} {
+		for _, c := range []struct{ src, cat string }{
+			{"catalog2__sales", ""}, {"catalog2__sales", "catalog2"}, {"@hive#catalog2__sales", "catalog2"},
+			{"@catalog2#catalog2__sales", "catalog2"}, {"@catalog2#catalog2__sales", "hive"},
+		} {
+			p := planOf(t, r, method, positional(method, c.src, newTbl("sales", c.cat)))
+			expectRefusal(t, method+" from "+c.src+" with catName "+c.cat, p, "cross_catalog_rename", "catalog2", "catalog1", "sales")
+		}
+		for _, c := range []struct{ src, db, cat string }{
+			{"catalog2__sales", "catalog2__s1", "catalog2"}, // prefixed on both sides
+			{"@catalog2#sales", "s1", "catalog2"},           // Hive 3: plain names, catalog fields
+			{"@catalog2#sales", "catalog2__s1", ""},         // a marker carries the source's catalog
+			{"sales", "s1", ""},                             // the default catalog's
+		} {
+			p := planOf(t, r, method, positional(method, c.src, newTbl(c.db, c.cat)))
+			want := "catalog2"
+			if c.src == "sales" {
+				want = "catalog1"
+			}
+			if p.Kind != PlanSingle || p.Target.Name != want {
+				t.Errorf("%s from %s to %s (catName %q): want %s, got %s", method, c.src, c.db, c.cat, want, p)
+			}
+		}
+	}
+	for _, cat := range []string{"", "catalog2", "hive"} {
+		p := planOf(t, r, "alter_table_req", req(cat, "catalog2__sales", newTbl("sales", cat)))
+		expectRefusal(t, "alter_table_req with catName "+cat, p, "cross_catalog_rename", "catalog2", "catalog1")
+	}
+	if p := planOf(t, r, "alter_table_req", req("catalog2", "sales", newTbl("s1", "catalog2"))); p.Kind != PlanSingle || p.Target.Name != "catalog2" {
+		t.Errorf("alter_table_req within catalog2 by plain names and catName: %s", p)
+	}
+}

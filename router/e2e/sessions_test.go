@@ -56,9 +56,13 @@ func runJavaFile(t *testing.T, v testbed.Version, env []string, file string, arg
 	return lines
 }
 
-// sessionStep is one step of testdata/ClientSessions.java and the start of
-// the answer it must get ("ok", or an exception's class and message start).
-type sessionStep struct{ op, want string }
+// sessionStep is one step of testdata/ClientSessions.java, the start of the
+// answer it must get ("ok", or an exception's class and message start) and
+// what else the answer must contain.
+type sessionStep struct {
+	op, want string
+	has      []string
+}
 
 // clientSessions runs steps, each in a client session of its own, against
 // uri with the Hive client of version v (env as runJavaFile's), and checks
@@ -84,6 +88,11 @@ func clientSessions(t *testing.T, v testbed.Version, env []string, uri string, s
 		_, answer, _ := strings.Cut(got[i], " "+strings.SplitN(s.op, ":", 2)[0]+" ")
 		if !strings.HasPrefix(answer, s.want) {
 			t.Errorf("step %d %s: got %q, want %q…", i+1, s.op, answer, s.want)
+		}
+		for _, h := range s.has {
+			if !strings.Contains(answer, h) {
+				t.Errorf("step %d %s: the answer %q does not name %q", i+1, s.op, answer, h)
+			}
 		}
 	}
 }
@@ -156,20 +165,20 @@ func TestPooledSessionDoesNotCarryAFailedExchangeIntoTheNextClient(t *testing.T)
 				env = []string{"HADOOP_USER_NAME=" + v.user}
 			}
 			clientSessions(t, v.client, env, p.URI(v.door), []sessionStep{
-				{ex("exchange_partitions", "src", "dst_int", "1"), schemas},
-				{"create_table:" + db + ":t_after", "ok"},
-				{ex("exchange_partitions", "src", "dst_int", "1"), schemas},
-				{"get_table:" + db + ":t_after", "ok t_after"},
-				{ex("exchange_partition", "src", "dst_int", "1"), schemas},
-				{"create_table:" + db + ":t_single", "ok"},
-				{ex("exchange_partitions", "src", "dst_has", "1"), meta + "The partition p=1 already exists"},
-				{"create_table:" + db + ":t_exists", "ok"},
-				{ex("exchange_partitions", "src", "dst", "9"), meta + "No partition is found"},
-				{"create_table:" + db + ":t_nopart", "ok"},
-				{ex("exchange_partitions", "src", "nosuch", "1"), meta + "The destination table"},
-				{"create_table:" + db + ":t_nodest", "ok"},
-				{ex("exchange_partitions", "nosuch", "dst", "1"), meta + "The source table"},
-				{"create_table:" + db + ":t_nosrc", "ok"},
+				{op: ex("exchange_partitions", "src", "dst_int", "1"), want: schemas},
+				{op: "create_table:" + db + ":t_after", want: "ok"},
+				{op: ex("exchange_partitions", "src", "dst_int", "1"), want: schemas},
+				{op: "get_table:" + db + ":t_after", want: "ok t_after"},
+				{op: ex("exchange_partition", "src", "dst_int", "1"), want: schemas},
+				{op: "create_table:" + db + ":t_single", want: "ok"},
+				{op: ex("exchange_partitions", "src", "dst_has", "1"), want: meta + "The partition p=1 already exists"},
+				{op: "create_table:" + db + ":t_exists", want: "ok"},
+				{op: ex("exchange_partitions", "src", "dst", "9"), want: meta + "No partition is found"},
+				{op: "create_table:" + db + ":t_nopart", want: "ok"},
+				{op: ex("exchange_partitions", "src", "nosuch", "1"), want: meta + "The destination table"},
+				{op: "create_table:" + db + ":t_nodest", want: "ok"},
+				{op: ex("exchange_partitions", "nosuch", "dst", "1"), want: meta + "The source table"},
+				{op: "create_table:" + db + ":t_nosrc", want: "ok"},
 			})
 			// On the metastore itself, by a new client of its own: every
 			// acknowledged table is there, and nothing blocks it (a

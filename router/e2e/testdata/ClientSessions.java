@@ -32,7 +32,12 @@ import org.apache.hadoop.hive.metastore.conf.MetastoreConf;
  *   add_partition:DB:NAME:PVAL            add_partition p=PVAL, storage copied from the table
  *   create_function:DB:NAME               create_function (class hmsproxy.Nothing)
  *   create_database:NAME                  create_database
- *   alter_table:DB:NAME:NEWDB:NEWNAME     alter_table of DB.NAME (as read) renamed to NEWDB.NEWNAME
+ *   alter_table:DB:NAME:NEWDB:NEWNAME     the client's alter_table(DB, NAME, table) of DB.NAME as read, renamed to
+ *                                         NEWDB.NEWNAME (3.1.3: alter_table_with_environment_context with "@hive#DB";
+ *                                         4.1: alter_table_req)
+ *   raw:RPC:DB:NAME:NEWDB:NEWNAME         the same rename sent as the RPC alter_table, alter_table_with_cascade or
+ *                                         alter_table_with_environment_context by the client's own Thrift stub, DB as
+ *                                         given (what Trino sends)
  * Prints one line per step: "step N OP ok [detail]" or "step N OP <ExceptionClass>: <message>", then "done".
  */
 public class ClientSessions {
@@ -118,6 +123,31 @@ public class ClientSessions {
         c.alter_table(a[1], a[2], t);
         return "";
       }
+      case "raw": {
+        Table t = c.getTable(a[2], a[3]);
+        t.setDbName(a[4]);
+        t.setTableName(a[5]);
+        java.lang.reflect.Field f = HiveMetaStoreClient.class.getDeclaredField("client");
+        f.setAccessible(true);
+        Object stub = f.get(c);
+        switch (a[1]) {
+          case "alter_table":
+            stub.getClass().getMethod("alter_table", String.class, String.class, Table.class).invoke(stub, a[2], a[3], t);
+            break;
+          case "alter_table_with_cascade":
+            stub.getClass().getMethod("alter_table_with_cascade", String.class, String.class, Table.class, boolean.class)
+                .invoke(stub, a[2], a[3], t, false);
+            break;
+          case "alter_table_with_environment_context":
+            stub.getClass().getMethod("alter_table_with_environment_context", String.class, String.class, Table.class,
+                org.apache.hadoop.hive.metastore.api.EnvironmentContext.class)
+                .invoke(stub, a[2], a[3], t, new org.apache.hadoop.hive.metastore.api.EnvironmentContext());
+            break;
+          default:
+            throw new IllegalArgumentException("unknown RPC " + a[1]);
+        }
+        return "";
+      }
       default:
         throw new IllegalArgumentException("unknown op " + a[0]);
     }
@@ -133,7 +163,8 @@ public class ClientSessions {
         String detail = run(c, a);
         out = "ok" + (detail.isEmpty() ? "" : " " + detail);
       } catch (Exception e) {
-        out = e.getClass().getSimpleName() + ": " + String.valueOf(e.getMessage()).replace('\n', ' ');
+        Throwable cause = e instanceof java.lang.reflect.InvocationTargetException ? e.getCause() : e;
+        out = cause.getClass().getSimpleName() + ": " + String.valueOf(cause.getMessage()).replace('\n', ' ');
       } finally {
         c.close();
       }
