@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
+	"github.com/hms-proxy/hms-proxy/restcatalog/icemeta"
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
@@ -29,6 +30,7 @@ func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Code, e.Type,
 // Error types of the REST specification, by the status they answer with.
 const (
 	typeBadRequest        = "BadRequestException"
+	typeIllegalArgument   = "IllegalArgumentException" // a 400 the Java client rethrows as IllegalArgumentException
 	typeNotAuthorized     = "NotAuthorizedException"
 	typeForbidden         = "ForbiddenException"
 	typeNoSuchCatalog     = "NoSuchCatalogException"
@@ -57,6 +59,18 @@ func badRequest(format string, args ...any) *Error {
 	return errorf(http.StatusBadRequest, typeBadRequest, format, args...)
 }
 
+// metadataError is the 400 of metadata a request cannot build: an
+// icemeta.ArgumentError keeps its text and answers IllegalArgumentException
+// (what Iceberg's own catalogs throw, and clients match), anything else is a
+// BadRequestException saying what could not be built.
+func metadataError(err error, format string, args ...any) *Error {
+	var ae *icemeta.ArgumentError
+	if errors.As(err, &ae) {
+		return errorf(http.StatusBadRequest, typeIllegalArgument, "%s", ae.Msg)
+	}
+	return badRequest("%s: %v", fmt.Sprintf(format, args...), err)
+}
+
 func forbidden(format string, args ...any) *Error {
 	return errorf(http.StatusForbidden, typeForbidden, format, args...)
 }
@@ -67,6 +81,16 @@ func commitFailed(format string, args ...any) *Error {
 
 func alreadyExists(format string, args ...any) *Error {
 	return errorf(http.StatusConflict, typeAlreadyExists, format, args...)
+}
+
+// existsError is the 409 of a create whose name is taken: "View already
+// exists" when the kind created (Table or View) is the one found, "View with
+// same name already exists" when it is the other, as Iceberg's catalogs say.
+func existsError(creating, found, ns, name string) *Error {
+	if creating == found {
+		return alreadyExists("%s already exists: %s.%s", found, ns, name)
+	}
+	return alreadyExists("%s with same name already exists: %s.%s", found, ns, name)
 }
 
 func noSuchNamespace(ns string) *Error {

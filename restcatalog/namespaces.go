@@ -304,6 +304,11 @@ func (h *Handler) dropNamespace(rc *requestCtx) (int, any, *Error) {
 	if e := rc.forWrite(ref); e != nil {
 		return 0, nil, e
 	}
+	// Hive 3.1.3 answers drop_database of a missing database with its own
+	// NullPointerException (a MetaException): look first.
+	if _, e := rc.getDatabase(ref); e != nil {
+		return 0, nil, e
+	}
 	c, e := rc.client()
 	if e != nil {
 		return 0, nil, e
