@@ -49,6 +49,10 @@ const (
 	typeCommitUnknown     = "CommitStateUnknownException"
 	typeInternal          = "InternalServerError"
 	typeUnavailable       = "ServiceUnavailableException"
+
+	// oauthInvalidRequest is the OAuth2 error code (RFC 6749) of the token
+	// endpoint's answer, written in OAuth2's error form.
+	oauthInvalidRequest = "invalid_request"
 )
 
 func errorf(code int, typ, format string, args ...any) *Error {
@@ -201,6 +205,12 @@ func metastoreError(err error, what string, notFound *Error) *Error {
 		}
 		return errorf(http.StatusInternalServerError, typeInternal, "metastore failed for %s: %s", what, msg)
 	case errors.As(err, &tae):
+		// A refusal of an RPC that declares no MetaException (lock, for
+		// one) reaches a client as an application error: a policy is still
+		// a 403.
+		if containsAny(tae.Error(), forbiddenMarkers) {
+			return forbidden("%s: %s", what, tae.Error())
+		}
 		return errorf(http.StatusInternalServerError, typeInternal, "metastore answered %s with an application error: %s", what, tae.Error())
 	case errors.As(err, &tte), errors.As(err, &ne), errors.Is(err, context.DeadlineExceeded):
 		return errorf(http.StatusServiceUnavailable, typeUnavailable, "metastore unavailable for %s: %v", what, err)

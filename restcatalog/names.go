@@ -115,9 +115,9 @@ func (rc *requestCtx) restName(ext string) (string, bool) {
 	return db, true
 }
 
-// forWrite resolves the namespace and applies the write gate.
+// forWrite applies the write gate to a namespace the request writes in.
 func (rc *requestCtx) forWrite(ref nsRef) *Error {
-	return rc.h.writable(ref.Catalog, ref.Name)
+	return rc.h.writable(ref, rc.route)
 }
 
 // callerOf is the request's network identity; the SPNEGO principal is

@@ -20,7 +20,7 @@ func (h *Handler) configFor(catalog string) catalogConfig {
 	return catalogConfig{
 		Defaults:  map[string]string{},
 		Overrides: map[string]string{"prefix": catalog},
-		Endpoints: h.endpoints(h.opts.WriteIsolated(catalog)),
+		Endpoints: h.endpoints(h.writesAllowed(catalog)),
 	}
 }
 

@@ -332,6 +332,9 @@ func (rc *requestCtx) renameObject(isView bool) (int, any, *Error) {
 	if e := rc.forWrite(src); e != nil {
 		return 0, nil, e
 	}
+	if e := rc.forWrite(dst); e != nil {
+		return 0, nil, e
+	}
 	var t *thriftgen.Table
 	if isView {
 		t, e = rc.icebergView(src, req.Source.Name)

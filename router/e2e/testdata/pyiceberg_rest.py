@@ -10,6 +10,10 @@ Config: uri, warehouse (the catalog), ns, table, location, and the scenario:
            CommitFailedException (409) reloads and retries
   read     load the table and read it back
   refused  try to create the namespace; report the exception
+  append_refused  load the existing table and try one append; report the
+           exception and the table's metadata location before and after
+Optional: props, more RestCatalog properties (credential, token,
+oauth2-server-uri, scope, ssl.cabundle, ...).
 Prints one JSON object and exits 0, or prints {"error": ...} and exits 1.
 """
 
@@ -38,7 +42,7 @@ def batch(start, n, writer):
 
 
 def catalog(cfg):
-    return RestCatalog("hms-proxy", uri=cfg["uri"], warehouse=cfg["warehouse"])
+    return RestCatalog("hms-proxy", uri=cfg["uri"], warehouse=cfg["warehouse"], **cfg.get("props", {}))
 
 
 def readback(cat, cfg):
@@ -101,7 +105,21 @@ def refused(cfg):
         return {"refused": True, "error_type": type(exc).__name__, "message": str(exc)}
 
 
-SCENARIOS = {"write": write, "append": append, "read": read, "refused": refused}
+def append_refused(cfg):
+    cat = catalog(cfg)
+    tbl = cat.load_table((cfg["ns"], cfg["table"]))
+    before = tbl.metadata_location
+    out = {"refused": False}
+    try:
+        tbl.append(batch(1000, 2, "refused"))
+    except Exception as exc:
+        out = {"refused": True, "error_type": type(exc).__name__, "message": str(exc)}
+    out["before"] = before
+    out["after"] = cat.load_table((cfg["ns"], cfg["table"])).metadata_location
+    return out
+
+
+SCENARIOS = {"write": write, "append": append, "read": read, "refused": refused, "append_refused": append_refused}
 
 
 def main():
