@@ -2,6 +2,8 @@ package restcatalog
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -166,6 +168,11 @@ func (a *OAuth2) authenticate(w http.ResponseWriter, r *http.Request) (Caller, *
 		w.Header().Add("WWW-Authenticate", bearerChallenge("invalid_token", msg))
 		return c, errorf(http.StatusUnauthorized, typeNotAuthorized, "%s", msg)
 	}
+	// A token of another provider fails its signature check first; say
+	// what is wrong with it (refusing on an unverified claim refuses only).
+	if iss := unverifiedIssuer(token); iss != "" && iss != a.o.Issuer {
+		return refuse("the bearer token was issued by %s; this listener accepts tokens of %s (rest-catalog.oauth2.issuer)", iss, a.o.Issuer)
+	}
 	tok, err := v.Verify(r.Context(), token)
 	if err != nil {
 		var exp *oidc.TokenExpiredError
@@ -191,6 +198,26 @@ func (a *OAuth2) authenticate(w http.ResponseWriter, r *http.Request) (Caller, *
 		return refuse("the bearer token's %q claim is not a string or a list of strings (rest-catalog.oauth2.groups-claim)", a.o.GroupsClaim)
 	}
 	return Caller{User: user, Groups: groups, Mechanism: MechanismOAuth2}, nil
+}
+
+// unverifiedIssuer is the iss claim of a JWT before any check ("" when it
+// cannot be read); only ever used to refuse.
+func unverifiedIssuer(token string) string {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Iss string `json:"iss"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return ""
+	}
+	return c.Iss
 }
 
 // stringsClaim reads a claim that is absent, one string, or a JSON array of

@@ -182,7 +182,7 @@ func TestOAuth2BearerTokens(t *testing.T) {
 		{"expired beyond the skew", "Bearer " + sign(t, jose.RS256, p.key, p.claims(now, map[string]any{"exp": now.Add(-31 * time.Second).Unix()})), "expired"},
 		{"wrong audience", "Bearer " + sign(t, jose.RS256, p.key, p.claims(now, map[string]any{"aud": "other-service"})), "audience"},
 		{"no audience", "Bearer " + sign(t, jose.RS256, p.key, p.claims(now, map[string]any{"aud": nil})), "audience"},
-		{"wrong issuer", "Bearer " + sign(t, jose.RS256, p.key, p.claims(now, map[string]any{"iss": "https://evil.example"})), "different provider"},
+		{"wrong issuer", "Bearer " + sign(t, jose.RS256, p.key, p.claims(now, map[string]any{"iss": "https://evil.example"})), "issued by https://evil.example"},
 		{"unsigned (alg none)", "Bearer " + none, "not accepted"},
 		{"tampered payload", "Bearer " + tampered, "not accepted"},
 		{"signed by another key", "Bearer " + sign(t, jose.RS256, foreign, p.claims(now, nil)), "not accepted"},

@@ -135,7 +135,15 @@ func restPy(t *testing.T, cfg map[string]any, out any) {
 	run, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(run, py, filepath.Join("testdata", "pyiceberg_rest.py"), string(arg))
-	cmd.Env = append(os.Environ(), "PYICEBERG_HOME="+t.TempDir(), "PYTHONDONTWRITEBYTECODE=1")
+	// requests lets REQUESTS_CA_BUNDLE (and CURL_CA_BUNDLE) override a
+	// session's own trust, so PyIceberg's ssl.cabundle would be ignored.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REQUESTS_CA_BUNDLE=") && !strings.HasPrefix(kv, "CURL_CA_BUNDLE=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "PYICEBERG_HOME="+t.TempDir(), "PYTHONDONTWRITEBYTECODE=1")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
