@@ -149,14 +149,8 @@ func StartKeycloak() (*Keycloak, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(runRoot(), 0o755); err != nil {
-		return nil, err
-	}
-	home, err := os.MkdirTemp(runRoot(), "keycloak-")
+	home, err := newRunDir("keycloak-")
 	if err != nil {
-		return nil, err
-	}
-	if err := writeOwner(home); err != nil {
 		return nil, err
 	}
 	for _, d := range []string{"lib", "providers", "themes", "conf"} {

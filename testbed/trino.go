@@ -95,14 +95,8 @@ func StartTrino(o TrinoOptions) (*Trino, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(runRoot(), 0o755); err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp(runRoot(), "trino-")
+	dir, err := newRunDir("trino-")
 	if err != nil {
-		return nil, err
-	}
-	if err := writeOwner(dir); err != nil {
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {

@@ -32,7 +32,8 @@ import (
 // restProxy is a proxy with its REST listener on a free loopback port.
 type restProxy struct {
 	*proxytest.Proxy
-	base string
+	base   string
+	client *http.Client // nil: a plain client with a 2-minute timeout
 }
 
 func startREST(t *testing.T, props map[string]string, hooks app.TestHooks) *restProxy {
@@ -61,6 +62,12 @@ func (a restAnswer) errorModel() (string, string) {
 
 func (p *restProxy) do(t *testing.T, method, path string, body any) restAnswer {
 	t.Helper()
+	return p.doAs(t, method, path, "", body)
+}
+
+// doAs sends a request with an Authorization header ("" for none).
+func (p *restProxy) doAs(t *testing.T, method, path, authz string, body any) restAnswer {
+	t.Helper()
 	var r io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -70,7 +77,14 @@ func (p *restProxy) do(t *testing.T, method, path string, body any) restAnswer {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	client := p.client
+	if client == nil {
+		client = &http.Client{Timeout: 2 * time.Minute}
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

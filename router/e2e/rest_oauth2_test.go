@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -49,10 +48,9 @@ func stopSharedKeycloak() {
 // (realm hms, audience hms-proxy, user claim preferred_username) over TLS,
 // with impersonation on, so the metastores see the token's user.
 type oauthProxy struct {
-	*restProxy
-	kc     *testbed.Keycloak
-	tls    *testbed.TLSFiles
-	client *http.Client // trusts the proxy's CA
+	*restProxy // its client trusts the proxy's CA
+	kc         *testbed.Keycloak
+	tls        *testbed.TLSFiles
 }
 
 func startOAuthREST(t *testing.T, extra ...string) *oauthProxy {
@@ -73,33 +71,8 @@ func startOAuthREST(t *testing.T, extra ...string) *oauthProxy {
 	ca, _ := os.ReadFile(files.CAFile)
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(ca)
-	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
-	return &oauthProxy{restProxy: p, kc: kc, tls: files, client: client}
-}
-
-// call sends a request with an Authorization header ("" for none).
-func (p *oauthProxy) call(t *testing.T, method, path, authz string, body any) restAnswer {
-	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, p.base+path, r)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if authz != "" {
-		req.Header.Set("Authorization", authz)
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	a := restAnswer{status: resp.StatusCode, header: resp.Header}
-	_ = json.NewDecoder(resp.Body).Decode(&a.body)
-	return a
+	p.client = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	return &oauthProxy{restProxy: p, kc: kc, tls: files}
 }
 
 func (p *oauthProxy) token(t *testing.T, realm, client string) string {
@@ -133,7 +106,7 @@ func claimsOf(t *testing.T, tok string) map[string]any {
 func TestRESTOAuth2KeycloakTokens(t *testing.T) {
 	p := startOAuthREST(t, "rest-catalog.oauth2.clock-skew-seconds=0")
 	good := p.token(t, "hms", "pyiceberg")
-	a := p.call(t, "GET", "/v1/catalog1/namespaces", "Bearer "+good, nil)
+	a := p.doAs(t, "GET", "/v1/catalog1/namespaces", "Bearer "+good, nil)
 	if a.status != 200 {
 		t.Fatalf("a Keycloak token of client pyiceberg: %d %v", a.status, a.body)
 	}
@@ -152,21 +125,21 @@ func TestRESTOAuth2KeycloakTokens(t *testing.T) {
 		{"tampered", tampered, "not accepted"},
 		{"unsigned", unsigned, "not accepted"},
 	} {
-		a := p.call(t, "GET", "/v1/catalog1/namespaces", "Bearer "+c.token, nil)
+		a := p.doAs(t, "GET", "/v1/catalog1/namespaces", "Bearer "+c.token, nil)
 		typ, msg := a.errorModel()
 		if a.status != 401 || typ != "NotAuthorizedException" || !strings.Contains(msg, c.want) ||
 			!strings.HasPrefix(a.header.Get("WWW-Authenticate"), "Bearer ") {
 			t.Errorf("%s: %d %s %q (WWW-Authenticate %q)", c.name, a.status, typ, msg, a.header.Get("WWW-Authenticate"))
 		}
 	}
-	if a := p.call(t, "GET", "/v1/config", "", nil); a.status != 401 || !strings.HasPrefix(a.header.Get("WWW-Authenticate"), `Bearer realm=`) {
+	if a := p.doAs(t, "GET", "/v1/config", "", nil); a.status != 401 || !strings.HasPrefix(a.header.Get("WWW-Authenticate"), `Bearer realm=`) {
 		t.Errorf("without a token: %d %v", a.status, a.body)
 	}
 	// The short-lived token (1 s in realm hms) once its exp has passed
 	// (the listener allows no skew here).
 	exp := time.Unix(int64(claimsOf(t, short)["exp"].(float64)), 0)
 	time.Sleep(time.Until(exp.Add(1500 * time.Millisecond)))
-	if a := p.call(t, "GET", "/v1/config", "Bearer "+short, nil); a.status != 401 || !strings.Contains(jsonText(a.body), "expired") {
+	if a := p.doAs(t, "GET", "/v1/config", "Bearer "+short, nil); a.status != 401 || !strings.Contains(jsonText(a.body), "expired") {
 		t.Errorf("an expired token: %d %v", a.status, a.body)
 	}
 
@@ -223,33 +196,14 @@ func TestRESTAnonymousListenerWarnsInReadyz(t *testing.T) {
 	}
 }
 
-// auditUsersOf returns the ugi= values of a metastore's audit lines that
-// name needle.
-func auditUsersOf(t *testing.T, ms *testbed.Metastore, needle string) []string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(ms.Dir, "metastore.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.Contains(line, "audit") || !strings.Contains(line, needle) {
-			continue
-		}
-		if i := strings.Index(line, "ugi="); i >= 0 {
-			if f := strings.Fields(line[i+4:]); len(f) > 0 {
-				out = append(out, f[0])
-			}
-		}
-	}
-	return out
-}
-
 // assertTokenUser: the proxy's audit of a namespace's REST writes names the
 // token's user, and the catalog's metastore saw that user (impersonation).
 func assertTokenUser(t *testing.T, p *oauthProxy, ms *testbed.Metastore, db, user string) {
 	t.Helper()
-	got := auditUsersOf(t, ms, db)
+	got, err := ms.AuditUsers(db)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(got) == 0 {
 		t.Fatalf("the metastore audit has no line naming %s", db)
 	}
