@@ -153,3 +153,33 @@ func readJUnitReports(dir string) (RCKResult, error) {
 	}
 	return res, nil
 }
+
+// PrepareREST fetches and builds, once, everything the Iceberg REST tests and make demo run besides the metastores:
+// the compatibility kit's jars, Keycloak (built, with its realm template), Trino with its Iceberg plugin (when a
+// JDK it runs on exists), Iceberg's Spark runtime, and the PyIceberg and PySpark virtualenvs. make test calls it
+// before the tests, so no test spends its time limit on downloads.
+func PrepareREST() error {
+	steps := []struct {
+		what string
+		run  func() error
+	}{
+		{"the REST compatibility kit", func() error { _, err := RCKLib(); return err }},
+		{"Keycloak", func() error { _, err := keycloakDist(); return err }},
+		{"Trino", func() error {
+			if _, err := TrinoJava(); err != nil {
+				return err
+			}
+			_, err := trinoDist()
+			return err
+		}},
+		{"Iceberg's Spark runtime", func() error { _, err := MavenArtifact(IcebergSparkRuntime); return err }},
+		{"PyIceberg", func() error { _, _, err := Python("pyiceberg", PyIcebergPackages...); return err }},
+		{"PySpark", func() error { _, _, err := Python("pyspark", PySparkPackages...); return err }},
+	}
+	for _, s := range steps {
+		if err := s.run(); err != nil {
+			return fmt.Errorf("preparing %s: %w", s.what, err)
+		}
+	}
+	return nil
+}

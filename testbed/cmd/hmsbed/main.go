@@ -6,6 +6,8 @@
 //	                                                    SIGINT/SIGTERM (or when the parent process goes away)
 //	hmsbed run --client 3.1.3 --uri thrift://H:P SCENARIO [scenario args]
 //	                                                    run a Java driver scenario, print its steps
+//	hmsbed prepare-rest                                 fetch and build what the Iceberg REST tests run (kit,
+//	                                                    Keycloak, Trino, Spark runtime, Python clients)
 //	hmsbed rest-clients                                 build (once, in the cache) the Iceberg REST clients the
 //	                                                    tests use and print them as shell assignments:
 //	                                                    PYICEBERG_PYTHON, PYSPARK_PYTHON, ICEBERG_SPARK_JAR
@@ -39,6 +41,8 @@ func main() {
 		err = run(os.Args[2:])
 	case "rest-clients":
 		err = restClients()
+	case "prepare-rest":
+		err = testbed.PrepareREST()
 	case "-h", "--help", "help":
 		usage(os.Stdout)
 		return
@@ -58,6 +62,7 @@ func usage(w io.Writer) {
   hmsbed prepare
   hmsbed start --hive VERSION [--hive VERSION ...] [--print-env] [--exit-when-ready]
   hmsbed run --client VERSION --uri thrift://HOST:PORT SCENARIO [scenario args]
+  hmsbed prepare-rest
   hmsbed rest-clients
 versions: 3.1.3, 4.1.0; scenarios: version, ddl, lossless (see README.md, "The real-Hive test bed")
 `)
