@@ -49,6 +49,7 @@ const (
 	typeCommitUnknown     = "CommitStateUnknownException"
 	typeInternal          = "InternalServerError"
 	typeUnavailable       = "ServiceUnavailableException"
+	typeTooManyRequests   = "TooManyRequestsException"
 
 	// oauthInvalidRequest is the OAuth2 error code (RFC 6749) of the token
 	// endpoint's answer, written in OAuth2's error form.
@@ -139,6 +140,9 @@ var (
 	// forbiddenMarkers: a policy of the proxy refused the call (access
 	// modes, write whitelists, refused RPCs).
 	forbiddenMarkers = []string{"is READ_ONLY (catalog.", "write-db-whitelist", "is refused by hms-proxy", "is not forwarded by hms-proxy"}
+	// throttledMarkers: the router's rate limit (rate-limit.*) refused
+	// the call: 429, which Iceberg's clients retry with backoff.
+	throttledMarkers = []string{"rate limit exceeded for "}
 	// conflictMarkers: Hive 4's alter_table compare-and-swap on a
 	// parameter (expected_parameter_key/value) found another value.
 	conflictMarkers = []string{"The table has been modified", "has been modified concurrently"}
@@ -200,6 +204,8 @@ func metastoreError(err error, what string, notFound *Error) *Error {
 			return commitFailed("%s was modified concurrently: %s", what, msg)
 		case containsAny(msg, forbiddenMarkers):
 			return forbidden("%s: %s", what, msg)
+		case containsAny(msg, throttledMarkers):
+			return errorf(http.StatusTooManyRequests, typeTooManyRequests, "%s: %s", what, msg)
 		case containsAny(msg, unavailableMarkers):
 			return errorf(http.StatusServiceUnavailable, typeUnavailable, "metastore unavailable for %s: %s", what, msg)
 		}
@@ -210,6 +216,9 @@ func metastoreError(err error, what string, notFound *Error) *Error {
 		// a 403.
 		if containsAny(tae.Error(), forbiddenMarkers) {
 			return forbidden("%s: %s", what, tae.Error())
+		}
+		if containsAny(tae.Error(), throttledMarkers) {
+			return errorf(http.StatusTooManyRequests, typeTooManyRequests, "%s: %s", what, tae.Error())
 		}
 		return errorf(http.StatusInternalServerError, typeInternal, "metastore answered %s with an application error: %s", what, tae.Error())
 	case errors.As(err, &tte), errors.As(err, &ne), errors.Is(err, context.DeadlineExceeded):

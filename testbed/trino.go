@@ -212,7 +212,7 @@ func (t *Trino) Stop() error {
 }
 
 // Query runs one statement through Trino's client protocol (POST /v1/statement, then nextUri until done) as user
-// and returns its rows; a failed query is an error with Trino's message.
+// and returns its rows (numbers as json.Number); a failed query is an error with Trino's message.
 func (t *Trino) Query(ctx context.Context, user, sql string) ([][]any, error) {
 	req, err := http.NewRequestWithContext(ctx, "POST", t.URL+"/v1/statement", strings.NewReader(sql))
 	if err != nil {
@@ -245,7 +245,9 @@ func (t *Trino) Query(ctx context.Context, user, sql string) ([][]any, error) {
 				ErrorName string `json:"errorName"`
 			} `json:"error"`
 		}
-		if err := json.Unmarshal(b, &r); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber() // bigint values (snapshot ids) exactly
+		if err := dec.Decode(&r); err != nil {
 			return nil, fmt.Errorf("trino %s: %v: %s", sql, err, b)
 		}
 		if r.Error != nil {
