@@ -512,11 +512,12 @@ func sharedCall(ctx context.Context, b *router.Backend, method string, args wire
 // (a reload swaps it), the Kerberos logins and the token store (read with
 // each backend probe, so it shares management.readiness-cache-ms).
 type readiness struct {
-	cur func() *router.Router
-	sec *Security
-	lis []*frontdoor.Listener // the Thrift listeners (readiness.go)
-	mu  *sync.Mutex
-	tok **monitoring.TokenStoreStatus
+	cur  func() *router.Router
+	sec  *Security
+	lis  []*frontdoor.Listener // the Thrift listeners (readiness.go)
+	mu   *sync.Mutex
+	tok  **monitoring.TokenStoreStatus
+	rest *monitoring.RESTCatalogStatus // nil without the REST listener
 }
 
 func newReadiness(cur func() *router.Router, s *Security, lis []*frontdoor.Listener) readiness {
@@ -539,6 +540,8 @@ func (r readiness) ProbeBackends(ctx context.Context) {
 }
 
 func (r readiness) KerberosStatus() monitoring.KerberosReport { return r.sec.KerberosReport() }
+
+func (r readiness) RESTCatalogStatus() *monitoring.RESTCatalogStatus { return r.rest }
 
 func (r readiness) TokenStoreStatus() *monitoring.TokenStoreStatus {
 	r.mu.Lock()
