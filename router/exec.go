@@ -213,6 +213,10 @@ func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) er
 	for _, f := range x.filters {
 		nb, err := f(body)
 		if err != nil {
+			var ref *Refusal
+			if errors.As(err, &ref) {
+				return ref // the answer is about an object the client may not see
+			}
 			return &backendError{cat: cat, err: err}
 		}
 		if len(nb) != len(body) || len(nb) > 0 && &nb[0] != &body[0] {
@@ -305,9 +309,7 @@ func (r *Router) refuse(req *request, ref *Refusal) {
 		req.out = append(req.out, wire.AppException(m.Name, m.SeqID, appType(ref.Kind), ref.Message)...)
 		return
 	case RefuseNoSuchObject:
-		if spec.NoSuchObjectField >= 0 {
-			field = spec.NoSuchObjectField
-		}
+		field = spec.notFoundField(ref.Table)
 	case RefuseInvalidOperation:
 		if spec.InvalidOperationField >= 0 {
 			field = spec.InvalidOperationField

@@ -19,7 +19,7 @@ func testRouter(t *testing.T, extra ...string) *Router {
 }
 
 // testRouterWith is testRouter with more options (Config and Locks are set
-// here).
+// here); an extra "-key" leaves a key of the three catalogs out.
 func testRouterWith(t *testing.T, opt Options, extra ...string) *Router {
 	t.Helper()
 	props := map[string]string{
@@ -32,6 +32,10 @@ func testRouterWith(t *testing.T, opt Options, extra ...string) *Router {
 		"synthetic-read-lock.store.mode":            "IN_MEMORY",
 	}
 	for _, kv := range extra {
+		if k, ok := strings.CutPrefix(kv, "-"); ok { // "-key": leave the key out
+			delete(props, k)
+			continue
+		}
 		k, v, _ := strings.Cut(kv, "=")
 		props[k] = v
 	}
@@ -76,7 +80,7 @@ func sample(t *thriftgen.Type, owner string, f *thriftgen.Field, db string, dept
 	switch t.Kind {
 	case thriftgen.KindString, thriftgen.KindBinary:
 		if f != nil {
-			switch roleOfArgs(owner, f) {
+			switch roleOfObjects(owner, f) {
 			case RoleDB, RoleDBPattern:
 				return wire.Str(db), true
 			case RoleFullTable:
