@@ -109,8 +109,10 @@ var (
 		router.ErrPoolExhausted.Error(), router.ErrBudgetExceeded.Error(), router.ErrBadReply.Error(), "timed out",
 		"circuit breaker OPEN", "circuit breaker HALF_OPEN"}
 	// forbiddenMarkers: a policy of the proxy refused the call (access
-	// modes, write whitelists, refused RPCs).
-	forbiddenMarkers = []string{"is READ_ONLY (catalog.", "write-db-whitelist", "is refused by hms-proxy", "is not forwarded by hms-proxy"}
+	// modes, write whitelists, refused RPCs, a create of a name the
+	// exposure rules hide).
+	forbiddenMarkers = []string{"is READ_ONLY (catalog.", "write-db-whitelist", "is refused by hms-proxy", "is not forwarded by hms-proxy",
+		"is hidden by the exposure rules"}
 	// conflictMarkers: Hive 4's alter_table compare-and-swap on a
 	// parameter (expected_parameter_key/value) found another value.
 	conflictMarkers = []string{"The table has been modified", "has been modified concurrently"}

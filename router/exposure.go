@@ -23,8 +23,10 @@ import (
 //     privilege's object, a foreign key's parent, a write event, the Table
 //     of a create or a rename) is refused before anything is sent: the
 //     RPC's declared not-found exception (refuse), in the client's names,
-//     counted in hms_proxy_filtered_objects_total. Creating an object the
-//     rules would hide is refused the same way.
+//     counted in hms_proxy_filtered_objects_total. Creating (or renaming
+//     to) an object the rules would hide is refused before anything is sent
+//     too, with the RPC's MetaException naming the rules, as the access
+//     modes refuse a write.
 //   - An answer is checked without decoding it (a walk of its names); when
 //     it names a hidden object the request did not (lists by database,
 //     notifications, locks, privileges, functions, foreign keys of a
@@ -236,12 +238,15 @@ func (r *Router) hiddenRefusal(x *Exchange, o object, what string) *Refusal {
 	if what == "table" {
 		name += "." + o.table
 	}
-	msg := what + " " + name + " not found"
 	if o.def && (what == "table") == (o.table != "") {
-		msg = fmt.Sprintf("%s %s is hidden by the exposure rules of catalog %s (catalog.%s.expose-*): hms-proxy does not create or rename objects it would hide",
-			what, name, o.cat.Name, o.cat.Name)
+		// A definition of the hidden object itself (not of one inside a
+		// hidden database): a policy refusal, as the access modes answer.
+		return &Refusal{Kind: RefuseMeta, Reason: "exposure", Catalog: o.cat.Name, Message: fmt.Sprintf(
+			"%s %s is hidden by the exposure rules of catalog %s (catalog.%s.expose-*): hms-proxy does not create or rename objects it would hide",
+			what, name, o.cat.Name, o.cat.Name)}
 	}
-	return &Refusal{Kind: RefuseNoSuchObject, Reason: "exposure", Message: msg, Catalog: o.cat.Name, Table: what == "table"}
+	return &Refusal{Kind: RefuseNoSuchObject, Reason: "exposure", Message: what + " " + name + " not found",
+		Catalog: o.cat.Name, Table: what == "table"}
 }
 
 // filterAnswer removes what the expose rules hide from a result body of x

@@ -86,7 +86,7 @@ type Spec struct {
 	Objects, ResultObjects *wire.Plan
 	// Result field ids of declared exceptions, -1 when not declared.
 	MetaExcField, NoSuchObjectField, InvalidOperationField int16
-	UnknownDBField, UnknownTableField                      int16
+	UnknownDBField, UnknownTableField, InvalidObjectField  int16
 	// Rename: an alter_table form, whose source database and the new
 	// table's database are resolved separately (a table cannot move
 	// between catalogs).
@@ -111,24 +111,23 @@ func (s *Spec) exceptionName(id int16) string {
 }
 
 // notFoundField is the result field of the exception the RPC declares for
-// an object that does not exist: NoSuchObjectException, else
-// UnknownTableException (a table) or UnknownDBException, else, for the
-// alter_table forms, InvalidOperationException (what Hive answers there for
-// a missing table), else MetaException; -1 when it declares none of them
-// (refuse then answers a TApplicationException, as Hive's processor does
-// for an exception an RPC does not declare).
+// an object that does not exist, as Hive's metastore answers a missing one:
+// NoSuchObjectException, else UnknownTableException (a table) or
+// UnknownDBException, else InvalidOperationException (the alter_* forms:
+// "table not found", "alter is not possible"), else InvalidObjectException
+// (the add_/append_partition forms: "table or database do not exist"),
+// else MetaException; -1 when it declares none of them (refuse then answers
+// a TApplicationException, as Hive's processor does for an exception an RPC
+// does not declare).
 func (s *Spec) notFoundField(table bool) int16 {
-	switch {
-	case s.NoSuchObjectField >= 0:
-		return s.NoSuchObjectField
-	case table && s.UnknownTableField >= 0:
-		return s.UnknownTableField
-	case s.UnknownDBField >= 0:
-		return s.UnknownDBField
-	case s.UnknownTableField >= 0:
-		return s.UnknownTableField
-	case s.Rename && s.InvalidOperationField >= 0:
-		return s.InvalidOperationField
+	unknown, other := s.UnknownDBField, s.UnknownTableField
+	if table {
+		unknown, other = other, unknown
+	}
+	for _, f := range [...]int16{s.NoSuchObjectField, unknown, other, s.InvalidOperationField, s.InvalidObjectField} {
+		if f >= 0 {
+			return f
+		}
 	}
 	return s.MetaExcField
 }
@@ -272,7 +271,7 @@ func BuildTable() (*Table, error) {
 		}
 		s := &Spec{Name: m.Name, Method: m, Family: r.family, Classes: r.classes, Unrouted: r.unrouted,
 			Special: r.special, MetaExcField: -1, NoSuchObjectField: -1, InvalidOperationField: -1,
-			UnknownDBField: -1, UnknownTableField: -1, Rename: renames[m.Name], excNames: map[int16]string{}}
+			UnknownDBField: -1, UnknownTableField: -1, InvalidObjectField: -1, Rename: renames[m.Name], excNames: map[int16]string{}}
 		if s.Special == RefuseAlways {
 			s.Why = "catalogs are managed in the proxy configuration (catalogs=...), not by client RPCs"
 		}
@@ -307,6 +306,8 @@ func BuildTable() (*Table, error) {
 					s.UnknownDBField = f.ID
 				case "UnknownTableException":
 					s.UnknownTableField = f.ID
+				case "InvalidObjectException":
+					s.InvalidObjectField = f.ID
 				}
 			}
 		}
