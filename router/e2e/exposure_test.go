@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
+	"github.com/hms-proxy/hms-proxy/app"
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
@@ -525,6 +526,69 @@ func TestExposureWithTheJavaClients(t *testing.T) {
 	for cat, was := range before {
 		if now := w.backendState(t, w.direct[cat]); now != was {
 			t.Errorf("catalog %s's metastore changed:\nbefore:\n%s\nafter:\n%s", cat, was, now)
+		}
+	}
+}
+
+// The Iceberg REST door talks to the router like any client: PyIceberg's
+// RestCatalog gets NoSuchNamespace/NoSuchTable (404) for every call aimed at
+// a hidden namespace or table, a create of a hidden name is forbidden (403),
+// lists leave them out, and the metastore does not change.
+func TestRESTExposureHidesObjectsFromEveryCall(t *testing.T) {
+	needHive(t)
+	direct := proxytest.Client(t, hms2.URI)
+	id := uniq("")
+	pub, sec := "rpub"+id, "rsec"+id
+	for _, db := range []string{pub, sec} {
+		mkDB(t, direct, db)
+	}
+	for _, tb := range [][2]string{{pub, "vis_a"}, {pub, "hid_x"}, {sec, "t1"}} {
+		tbl := table(tb[0], tb[1])
+		tbl.Parameters["table_type"] = "ICEBERG"
+		tbl.Parameters["metadata_location"] = "file:///nonexistent/" + tb[0] + "/" + tb[1] + "/v1.metadata.json"
+		if err := direct.CreateTable(ctx(t), tbl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := &exposureWorld{pub: pub, sec: sec}
+	before := w.backendState(t, direct)
+	p := startREST(t, twoCatalogs("catalog.catalog2.expose-mode=DENY_BY_DEFAULT",
+		"catalog.catalog2.expose-db-patterns="+pub, "catalog.catalog2.expose-table-patterns."+pub+"=vis_.*"), app.TestHooks{})
+	var got map[string]struct {
+		OK        string `json:"ok"`
+		ErrorType string `json:"error_type"`
+		Message   string `json:"message"`
+	}
+	restPy(t, map[string]any{"scenario": "hidden", "uri": p.base, "warehouse": "catalog2", "pub": pub, "sec": sec}, &got)
+	want := map[string]string{
+		"load_namespace_properties": "NoSuchNamespaceError", "list_tables": "NoSuchNamespaceError",
+		"update_namespace_properties": "NoSuchNamespaceError", "drop_namespace": "NoSuchNamespaceError",
+		"create_table_in_hidden_namespace": "NoSuchNamespaceError", "load_table_in_hidden_namespace": "NoSuchTableError",
+		"drop_table_in_hidden_namespace": "NoSuchTableError", "load_table": "NoSuchTableError", "drop_table": "NoSuchTableError",
+		"purge_table": "NoSuchTableError", "rename_from_hidden": "NoSuchTableError",
+		"rename_onto_hidden": "ForbiddenError", "create_table_of_hidden_name": "ForbiddenError",
+		"create_namespace_of_hidden_name": "ForbiddenError",
+	}
+	for call, typ := range want {
+		if g := got[call]; g.ErrorType != typ {
+			t.Errorf("PyIceberg %s: %+v, want %s", call, g, typ)
+		}
+	}
+	if g := got["table_exists"]; g.OK != "False" {
+		t.Errorf("table_exists of the hidden table: %+v", g)
+	}
+	if g := got["list_namespaces"]; strings.Contains(g.OK, sec) || !strings.Contains(g.OK, pub) {
+		t.Errorf("list_namespaces: %+v", g)
+	}
+	if g := got["list_tables_of_visible"]; g.OK != "['"+pub+".vis_a']" {
+		t.Errorf("list_tables(%s): %+v", pub, g)
+	}
+	if now := w.backendState(t, direct); now != before {
+		t.Errorf("the metastore changed:\nbefore:\n%s\nafter:\n%s", before, now)
+	}
+	for _, path := range []string{"/v1/catalog1/namespaces/catalog2__" + sec, "/v1/catalog1/namespaces/catalog2__" + pub + "/tables/hid_x"} {
+		if a := p.do(t, "DELETE", path, nil); a.status != 404 {
+			t.Errorf("DELETE %s: %d %v, want 404", path, a.status, a.body)
 		}
 	}
 }
