@@ -31,7 +31,9 @@ type exposureWorld struct {
 	direct   map[string]*thriftgen.Client // by catalog
 }
 
-func newExposureWorld(t *testing.T, ruledCatalogs ...string) *exposureWorld {
+// newExposureWorld populates the metastores of cats; with rules, those
+// catalogs hide sec and hid_x; extra are more settings (key=value).
+func newExposureWorld(t *testing.T, cats []string, rules bool, extra ...string) *exposureWorld {
 	t.Helper()
 	needHive(t)
 	id := uniq("")
@@ -45,12 +47,18 @@ func newExposureWorld(t *testing.T, ruledCatalogs ...string) *exposureWorld {
 		"catalog.hy.conf.hive.metastore.uris":       hms4.URI,
 		"catalog.hy.runtime-profile":                "APACHE_4_1_0",
 	}
-	for _, c := range ruledCatalogs {
-		props["catalog."+c+".expose-mode"] = "DENY_BY_DEFAULT"
-		props["catalog."+c+".expose-db-patterns"] = w.pub
-		props["catalog."+c+".expose-table-patterns."+w.pub] = "vis_.*"
+	for _, c := range cats {
+		if rules {
+			props["catalog."+c+".expose-mode"] = "DENY_BY_DEFAULT"
+			props["catalog."+c+".expose-db-patterns"] = w.pub
+			props["catalog."+c+".expose-table-patterns."+w.pub] = "vis_.*"
+		}
 	}
-	for _, c := range ruledCatalogs {
+	for _, kv := range extra {
+		k, v, _ := strings.Cut(kv, "=")
+		props[k] = v
+	}
+	for _, c := range cats {
 		d := w.direct[c]
 		for _, db := range []string{w.pub, w.sec} {
 			mkDB(t, d, db)
@@ -158,6 +166,7 @@ func sortedParams(m map[string]string) []string {
 // exposureCall is one attempt and the answer it must get.
 type exposureCall struct {
 	name string
+	read bool // changes nothing: a READ_ONLY catalog serves it
 	call func(c *thriftgen.Client) error
 	// want checks the error: "" when it is the expected one.
 	want func(err error) string
@@ -220,80 +229,80 @@ func (w *exposureWorld) calls(t *testing.T, cat string) []exposureCall {
 	nso, meta := exc[*thriftgen.NoSuchObjectException], exc[*thriftgen.MetaException]
 	calls := []exposureCall{
 		// metadata reads, both forms
-		{"get_database", func(c *thriftgen.Client) error { _, err := c.GetDatabase(ctx(t), sec); return err }, nso(sec)},
-		{"get_table_req", func(c *thriftgen.Client) error {
+		{"get_database", true, func(c *thriftgen.Client) error { _, err := c.GetDatabase(ctx(t), sec); return err }, nso(sec)},
+		{"get_table_req", true, func(c *thriftgen.Client) error {
 			_, err := c.GetTableReq(ctx(t), &thriftgen.GetTableRequest{DbName: pub, TblName: "hid_x"})
 			return err
 		}, nso(hidTable)},
-		{"get_table_objects_by_name_req", func(c *thriftgen.Client) error {
+		{"get_table_objects_by_name_req", true, func(c *thriftgen.Client) error {
 			_, err := c.GetTableObjectsByNameReq(ctx(t), &thriftgen.GetTablesRequest{DbName: sec, TblNames: []string{"t1"}})
 			return err
 		}, exc[*thriftgen.UnknownDBException](sec)},
-		{"get_fields", func(c *thriftgen.Client) error { _, err := c.GetFields(ctx(t), pub, "hid_x"); return err },
+		{"get_fields", true, func(c *thriftgen.Client) error { _, err := c.GetFields(ctx(t), pub, "hid_x"); return err },
 			exc[*thriftgen.UnknownTableException](hidTable)},
-		{"get_partition_names", func(c *thriftgen.Client) error { _, err := c.GetPartitionNames(ctx(t), sec, "t1", -1); return err }, nso(sec)},
+		{"get_partition_names", true, func(c *thriftgen.Client) error { _, err := c.GetPartitionNames(ctx(t), sec, "t1", -1); return err }, nso(sec)},
 		// metadata writes
-		{"drop_database cascade", func(c *thriftgen.Client) error { return c.DropDatabase(ctx(t), sec, false, true) }, nso(sec)},
-		{"drop_table (hidden database)", func(c *thriftgen.Client) error { return c.DropTable(ctx(t), sec, "t1", true) }, nso(sec)},
-		{"drop_table (hidden table)", func(c *thriftgen.Client) error { return c.DropTable(ctx(t), pub, "hid_x", true) }, nso(hidTable)},
-		{"alter_table", func(c *thriftgen.Client) error {
+		{"drop_database cascade", false, func(c *thriftgen.Client) error { return c.DropDatabase(ctx(t), sec, false, true) }, nso(sec)},
+		{"drop_table (hidden database)", false, func(c *thriftgen.Client) error { return c.DropTable(ctx(t), sec, "t1", true) }, nso(sec)},
+		{"drop_table (hidden table)", false, func(c *thriftgen.Client) error { return c.DropTable(ctx(t), pub, "hid_x", true) }, nso(hidTable)},
+		{"alter_table", false, func(c *thriftgen.Client) error {
 			nt := tbl(pub, "hid_x")
 			nt.Parameters["altered"] = "yes"
 			return c.AlterTable(ctx(t), pub, "hid_x", nt)
 		}, exc[*thriftgen.InvalidOperationException](hidTable)},
-		{"alter_table_with_environment_context (rename a visible table onto a hidden name)", func(c *thriftgen.Client) error {
+		{"alter_table_with_environment_context (rename a visible table onto a hidden name)", false, func(c *thriftgen.Client) error {
 			return c.AlterTableWithEnvironmentContext(ctx(t), pub, "vis_a", tbl(pub, "hid_new"), nil)
 		}, meta(pub + ".hid_new is hidden by the exposure rules")},
-		{"create_table in a hidden database", func(c *thriftgen.Client) error { return c.CreateTable(ctx(t), tbl(sec, "t_new")) }, nso(sec)},
-		{"create_table of a hidden name", func(c *thriftgen.Client) error { return c.CreateTable(ctx(t), tbl(pub, "hid_new")) },
+		{"create_table in a hidden database", false, func(c *thriftgen.Client) error { return c.CreateTable(ctx(t), tbl(sec, "t_new")) }, nso(sec)},
+		{"create_table of a hidden name", false, func(c *thriftgen.Client) error { return c.CreateTable(ctx(t), tbl(pub, "hid_new")) },
 			meta(pub + ".hid_new is hidden by the exposure rules of catalog " + cat)},
-		{"create_database of a hidden name", func(c *thriftgen.Client) error {
+		{"create_database of a hidden name", false, func(c *thriftgen.Client) error {
 			return c.CreateDatabase(ctx(t), &thriftgen.Database{Name: sec + "_2"})
 		}, meta(sec + "_2 is hidden by the exposure rules")},
-		{"alter_database", func(c *thriftgen.Client) error {
+		{"alter_database", false, func(c *thriftgen.Client) error {
 			return c.AlterDatabase(ctx(t), sec, &thriftgen.Database{Name: sec, Description: "altered"})
 		}, nso(sec)},
-		{"truncate_table", func(c *thriftgen.Client) error { return c.TruncateTable(ctx(t), pub, "hid_x", nil) }, meta(hidTable)},
+		{"truncate_table", false, func(c *thriftgen.Client) error { return c.TruncateTable(ctx(t), pub, "hid_x", nil) }, meta(hidTable)},
 		// partitions
-		{"add_partition", func(c *thriftgen.Client) error { _, err := c.AddPartition(ctx(t), part(sec, "t1")); return err },
+		{"add_partition", false, func(c *thriftgen.Client) error { _, err := c.AddPartition(ctx(t), part(sec, "t1")); return err },
 			exc[*thriftgen.InvalidObjectException](sec)},
-		{"add_partitions_req", func(c *thriftgen.Client) error {
+		{"add_partitions_req", false, func(c *thriftgen.Client) error {
 			_, err := c.AddPartitionsReq(ctx(t), &thriftgen.AddPartitionsRequest{DbName: pub, TblName: "hid_x",
 				Parts: []*thriftgen.Partition{part(pub, "hid_x")}, IfNotExists: true})
 			return err
 		}, exc[*thriftgen.InvalidObjectException](hidTable)},
-		{"drop_partition", func(c *thriftgen.Client) error {
+		{"drop_partition", false, func(c *thriftgen.Client) error {
 			_, err := c.DropPartition(ctx(t), sec, "t1", []string{"1"}, true)
 			return err
 		}, nso(sec)},
-		{"alter_partitions", func(c *thriftgen.Client) error {
+		{"alter_partitions", false, func(c *thriftgen.Client) error {
 			p := part(pub, "hid_x")
 			p.Values = []string{"1"}
 			return c.AlterPartitions(ctx(t), pub, "hid_x", []*thriftgen.Partition{p})
 		}, exc[*thriftgen.InvalidOperationException](hidTable)},
 		// statistics, constraints, functions, privileges
-		{"update_table_column_statistics", func(c *thriftgen.Client) error {
+		{"update_table_column_statistics", false, func(c *thriftgen.Client) error {
 			_, err := c.UpdateTableColumnStatistics(ctx(t), stats(pub, "hid_x"))
 			return err
 		}, nso(hidTable)},
-		{"add_primary_key", func(c *thriftgen.Client) error {
+		{"add_primary_key", false, func(c *thriftgen.Client) error {
 			return c.AddPrimaryKey(ctx(t), &thriftgen.AddPrimaryKeyRequest{PrimaryKeyCols: []*thriftgen.SQLPrimaryKey{{
 				TableDb: pub, TableName: "hid_x", ColumnName: "id", KeySeq: 1, PkName: "pk_e2e"}}})
 		}, nso(hidTable)},
-		{"create_function", func(c *thriftgen.Client) error {
+		{"create_function", false, func(c *thriftgen.Client) error {
 			return c.CreateFunction(ctx(t), &thriftgen.Function{FunctionName: "f2", DbName: sec, ClassName: "e2e.F",
 				OwnerName: "e2e", OwnerType: thriftgen.PrincipalType_USER, FunctionType: thriftgen.FunctionType_JAVA})
 		}, nso(sec)},
-		{"grant_privileges", func(c *thriftgen.Client) error { _, err := c.GrantPrivileges(ctx(t), grant(pub, "hid_x")); return err },
+		{"grant_privileges", false, func(c *thriftgen.Client) error { _, err := c.GrantPrivileges(ctx(t), grant(pub, "hid_x")); return err },
 			meta(hidTable)},
 		// locks: an EXCLUSIVE lock declares neither a not-found exception
 		// nor MetaException: Hive's processor answers such a failure with
 		// a TApplicationException, and so does the proxy
-		{"lock EXCLUSIVE", func(c *thriftgen.Client) error {
+		{"lock EXCLUSIVE", false, func(c *thriftgen.Client) error {
 			_, err := c.Lock(ctx(t), lockOn(pub, "hid_x", thriftgen.LockType_EXCLUSIVE))
 			return err
 		}, appExc(hidTable)},
-		{"lock split over two catalogs", func(c *thriftgen.Client) error {
+		{"lock split over two catalogs", true, func(c *thriftgen.Client) error {
 			r := lockOn(pub, "vis_a", thriftgen.LockType_SHARED_READ)
 			r.Component = append(r.Component, lockOn(ext("catalog1", w.sec), "t1", thriftgen.LockType_SHARED_READ).Component...)
 			r.Component[0].Dbname = sec
@@ -315,41 +324,41 @@ func (w *exposureWorld) req4(t *testing.T, cat string) []exposureCall {
 		return tb
 	}
 	return []exposureCall{
-		{"get_database_req", func(c *thriftgen.Client) error {
-			_, err := c.GetDatabaseReq(ctx(t), &thriftgen.GetDatabaseRequest{Name: &sec})
+		{"get_database_req", true, func(c *thriftgen.Client) error {
+			_, err := c.GetDatabaseReq(ctx(t), &thriftgen.GetDatabaseRequest{Name: &sec, CatalogName: strp("hive")})
 			return err
 		}, nso(sec)},
-		{"drop_database_req", func(c *thriftgen.Client) error {
+		{"drop_database_req", false, func(c *thriftgen.Client) error {
 			return c.DropDatabaseReq(ctx(t), &thriftgen.DropDatabaseRequest{Name: sec, DeleteData: true, Cascade: true})
 		}, nso(sec)},
-		{"create_table_req in a hidden database", func(c *thriftgen.Client) error {
+		{"create_table_req in a hidden database", false, func(c *thriftgen.Client) error {
 			return c.CreateTableReq(ctx(t), &thriftgen.CreateTableRequest{Table: tbl(sec, "t_new")})
 		}, nso(sec)},
-		{"drop_table_req", func(c *thriftgen.Client) error {
+		{"drop_table_req", false, func(c *thriftgen.Client) error {
 			return c.DropTableReq(ctx(t), &thriftgen.DropTableRequest{DbName: pub, TableName: "hid_x"})
 		}, nso(hidTable)},
-		{"alter_table_req", func(c *thriftgen.Client) error {
+		{"alter_table_req", false, func(c *thriftgen.Client) error {
 			_, err := c.AlterTableReq(ctx(t), &thriftgen.AlterTableRequest{DbName: pub, TableName: "hid_x", Table: tbl(pub, "hid_x")})
 			return err
 		}, exc[*thriftgen.InvalidOperationException](hidTable)},
-		{"alter_table_req (rename onto a hidden name)", func(c *thriftgen.Client) error {
+		{"alter_table_req (rename onto a hidden name)", false, func(c *thriftgen.Client) error {
 			_, err := c.AlterTableReq(ctx(t), &thriftgen.AlterTableRequest{DbName: pub, TableName: "vis_a", Table: tbl(pub, "hid_new")})
 			return err
 		}, meta(pub + ".hid_new is hidden by the exposure rules")},
-		{"get_partitions_req", func(c *thriftgen.Client) error {
+		{"get_partitions_req", true, func(c *thriftgen.Client) error {
 			_, err := c.GetPartitionsReq(ctx(t), &thriftgen.PartitionsRequest{DbName: pub, TblName: "hid_x"})
 			return err
 		}, nso(hidTable)},
-		{"alter_partitions_req", func(c *thriftgen.Client) error {
+		{"alter_partitions_req", false, func(c *thriftgen.Client) error {
 			_, err := c.AlterPartitionsReq(ctx(t), &thriftgen.AlterPartitionsRequest{DbName: pub, TableName: "hid_x",
 				Partitions: []*thriftgen.Partition{{DbName: pub, TableName: "hid_x", Values: []string{"1"}, Sd: tbl(pub, "hid_x").Sd}}})
 			return err
 		}, exc[*thriftgen.InvalidOperationException](hidTable)},
-		{"truncate_table_req", func(c *thriftgen.Client) error {
+		{"truncate_table_req", false, func(c *thriftgen.Client) error {
 			_, err := c.TruncateTableReq(ctx(t), &thriftgen.TruncateTableRequest{DbName: pub, TableName: "hid_x"})
 			return err
 		}, meta(hidTable)},
-		{"update_table_column_statistics_req", func(c *thriftgen.Client) error {
+		{"update_table_column_statistics_req", false, func(c *thriftgen.Client) error {
 			_, err := c.UpdateTableColumnStatisticsReq(ctx(t), &thriftgen.SetPartitionsStatsRequest{Engine: strp("hive"),
 				ColStats: []*thriftgen.ColumnStatistics{{StatsDesc: &thriftgen.ColumnStatisticsDesc{IsTblLevel: true, DbName: pub, TableName: "hid_x"},
 					StatsObj: []*thriftgen.ColumnStatisticsObj{{ColName: "id", ColType: "bigint",
@@ -368,7 +377,7 @@ func (w *exposureWorld) positional3(t *testing.T, cat string) []exposureCall {
 		// The positional form declares no exception at all: for a missing
 		// database Hive itself answers "Internal error processing
 		// get_table_objects_by_name", a TApplicationException.
-		{"get_table_objects_by_name", func(c *thriftgen.Client) error {
+		{"get_table_objects_by_name", true, func(c *thriftgen.Client) error {
 			_, err := c.GetTableObjectsByName(ctx(t), sec, []string{"t1"})
 			return err
 		}, appExc(sec)},
@@ -381,7 +390,7 @@ func (w *exposureWorld) positional3(t *testing.T, cat string) []exposureCall {
 // neither metastore changes; lists and fan-out leave the hidden objects
 // out; the same calls on visible objects work.
 func TestExposureHidesObjectsFromEveryRPCFamily(t *testing.T) {
-	w := newExposureWorld(t, "hx", "hy")
+	w := newExposureWorld(t, []string{"hx", "hy"}, true)
 	c := proxytest.Client(t, w.p.URI("primary"))
 	before := map[string]string{"hx": w.backendState(t, w.direct["hx"]), "hy": w.backendState(t, w.direct["hy"])}
 	c4 := proxytest.Client(t, w.p.URI("hive4"))
@@ -452,7 +461,7 @@ func TestExposureHidesObjectsFromEveryRPCFamily(t *testing.T) {
 // write ids, compactions and write notifications of hidden tables are
 // refused, and the metastore's own locks on hidden tables do not show.
 func TestExposureCoversTheDefaultCatalogsACIDCalls(t *testing.T) {
-	w := newExposureWorld(t, "catalog1")
+	w := newExposureWorld(t, []string{"catalog1"}, true)
 	c := proxytest.Client(t, w.p.URI("primary"))
 	direct := w.direct["catalog1"]
 	// A lock the metastore holds on the hidden table, taken directly.
@@ -473,19 +482,19 @@ func TestExposureCoversTheDefaultCatalogsACIDCalls(t *testing.T) {
 	defer func() { _ = c.AbortTxn(ctx(t), &thriftgen.AbortTxnRequest{Txnid: txn}) }()
 	meta := exc[*thriftgen.MetaException]
 	for _, call := range []exposureCall{
-		{"allocate_table_write_ids", func(c *thriftgen.Client) error {
+		{"allocate_table_write_ids", false, func(c *thriftgen.Client) error {
 			_, err := c.AllocateTableWriteIds(ctx(t), &thriftgen.AllocateTableWriteIdsRequest{TxnIds: []int64{txn}, DbName: w.sec, TableName: "t1"})
 			return err
 		}, meta(w.sec)},
-		{"get_valid_write_ids", func(c *thriftgen.Client) error {
+		{"get_valid_write_ids", false, func(c *thriftgen.Client) error {
 			_, err := c.GetValidWriteIds(ctx(t), &thriftgen.GetValidWriteIdsRequest{FullTableNames: []string{w.pub + ".vis_a", w.pub + ".hid_x"},
 				ValidTxnList: strp(fmt.Sprintf("%d:%d::", txn, txn))})
 			return err
 		}, meta(w.pub + ".hid_x")},
-		{"compact", func(c *thriftgen.Client) error {
+		{"compact", false, func(c *thriftgen.Client) error {
 			return c.Compact(ctx(t), &thriftgen.CompactionRequest{Dbname: w.pub, Tablename: "hid_x", Type: thriftgen.CompactionType_MAJOR})
 		}, appExc(w.pub + ".hid_x")},
-		{"lock in a transaction", func(c *thriftgen.Client) error {
+		{"lock in a transaction", false, func(c *thriftgen.Client) error {
 			shared := thriftgen.DataOperationType_INSERT
 			_, err := c.Lock(ctx(t), &thriftgen.LockRequest{Txnid: &txn, User: "e2e", Hostname: "localhost", Component: []*thriftgen.LockComponent{{
 				Type: thriftgen.LockType_SHARED_READ, Level: thriftgen.LockLevel_TABLE, Dbname: w.sec, Tablename: strp("t1"), OperationType: &shared}}})
@@ -514,7 +523,7 @@ func TestExposureCoversTheDefaultCatalogsACIDCalls(t *testing.T) {
 // *_req forms) through the proxy: every call aimed at a hidden object fails
 // with the exception Hive's client declares, and neither metastore changes.
 func TestExposureWithTheJavaClients(t *testing.T) {
-	w := newExposureWorld(t, "hx", "hy")
+	w := newExposureWorld(t, []string{"hx", "hy"}, true)
 	before := map[string]string{"hx": w.backendState(t, w.direct["hx"]), "hy": w.backendState(t, w.direct["hy"])}
 	for client, listener := range map[testbed.Version]string{testbed.Hive313: "primary", testbed.Hive410: "hive4"} {
 		for _, cat := range []string{"hx", "hy"} {
@@ -589,6 +598,46 @@ func TestRESTExposureHidesObjectsFromEveryCall(t *testing.T) {
 	for _, path := range []string{"/v1/catalog1/namespaces/catalog2__" + sec, "/v1/catalog1/namespaces/catalog2__" + pub + "/tables/hid_x"} {
 		if a := p.do(t, "DELETE", path, nil); a.status != 404 {
 			t.Errorf("DELETE %s: %d %v, want 404", path, a.status, a.body)
+		}
+	}
+}
+
+// The access mode over the same calls, on catalogs that hide nothing: on
+// READ_ONLY Hive 3.1.3 and 4.1.0 catalogs every write of every family, each
+// *_req form and each payload write (an EXCLUSIVE lock, a rename, statistics,
+// privileges) is refused naming READ_ONLY, every read is served, and
+// neither metastore changes; the same through the stock Java clients.
+func TestReadOnlyRefusesEveryWriteFamily(t *testing.T) {
+	w := newExposureWorld(t, []string{"hx", "hy"}, false, "catalog.hx.access-mode=READ_ONLY", "catalog.hy.access-mode=READ_ONLY")
+	c, c4 := proxytest.Client(t, w.p.URI("primary")), proxytest.Client(t, w.p.URI("hive4"))
+	before := map[string]string{"hx": w.backendState(t, w.direct["hx"]), "hy": w.backendState(t, w.direct["hy"])}
+	for _, cat := range []string{"hx", "hy"} {
+		run := func(client *thriftgen.Client, calls []exposureCall) {
+			for _, call := range calls {
+				err := call.call(client)
+				switch {
+				case call.read && strings.HasPrefix(call.name, "lock"):
+					// a SHARED_READ lock of the split: served (or refused for its other catalog)
+				case call.read && err != nil:
+					t.Errorf("%s on %s: a read failed: %v", call.name, cat, err)
+				case !call.read && (err == nil || !strings.Contains(err.Error(), "is READ_ONLY (catalog."+cat+".access-mode)")):
+					t.Errorf("%s on %s: want a READ_ONLY refusal, got %v", call.name, cat, err)
+				}
+			}
+		}
+		run(c, append(w.calls(t, cat), w.positional3(t, cat)...))
+		run(c4, w.req4(t, cat))
+	}
+	for client, listener := range map[testbed.Version]string{testbed.Hive313: "primary", testbed.Hive410: "hive4"} {
+		for _, cat := range []string{"hx", "hy"} {
+			testbed.RunScenarioT(t, client, w.p.URI(listener), "exposure",
+				"--secret-db", ext(cat, w.sec), "--pub-db", ext(cat, w.pub), "--hidden-table", "hid_x",
+				"--visible-table", "vis_a", "--secret-table", "t1", "--refusal", "is READ_ONLY (catalog."+cat+".access-mode)")
+		}
+	}
+	for cat, was := range before {
+		if now := w.backendState(t, w.direct[cat]); now != was {
+			t.Errorf("catalog %s's metastore changed:\nbefore:\n%s\nafter:\n%s", cat, was, now)
 		}
 	}
 }

@@ -25,12 +25,15 @@ import org.apache.hadoop.hive.metastore.api.Table;
 import org.apache.hadoop.hive.metastore.api.TableMeta;
 
 /**
- * exposure --secret-db S --pub-db P --hidden-table H --visible-table V --secret-table T
+ * exposure --secret-db S --pub-db P --hidden-table H --visible-table V --secret-table T [--refusal TEXT]
  *
  * <p>Objects hms-proxy's exposure rules hide, through the real client: database S (with table T) and table P.H do
  * not exist for it. Every call aimed at one fails with the exception the client throws for a missing object, its
  * text naming the object as the client does; lists leave them out; P.V stays readable. Nothing is created or
- * changed on success paths: the caller compares the metastores before and after.
+ * changed: the caller compares the metastores before and after.
+ *
+ * <p>With --refusal the same calls meet a catalog whose access mode refuses writes (nothing hidden): every write
+ * fails with an exception whose text contains TEXT, every read succeeds.
  */
 final class ExposureScenario implements Driver.Scenario {
 
@@ -39,8 +42,27 @@ final class ExposureScenario implements Driver.Scenario {
     void run() throws Exception;
   }
 
-  /** Runs a call that must fail with one of the classes (simple names) and a message naming what. */
-  private static void expect(Steps steps, String step, String what, Call call, String... classes) {
+  private String refusal;
+
+  /**
+   * Runs a call that must fail with one of the classes (simple names) and a message naming what; with --refusal, a
+   * read must succeed and a write fail naming the refusal.
+   */
+  private void expect(Steps steps, String step, boolean read, String what, Call call, String... classes) {
+    if (refusal != null) {
+      steps.attempt(step, () -> {
+        try {
+          call.run();
+        } catch (Exception e) {
+          Steps.check(!read && String.valueOf(e.getMessage()).contains(refusal),
+              (read ? "a read failed: " : "want a refusal naming " + refusal + ", got ") + e);
+          return e.getClass().getSimpleName() + ": " + e.getMessage();
+        }
+        Steps.check(read, "a write succeeded; want a refusal naming " + refusal);
+        return "read";
+      });
+      return;
+    }
     steps.attempt(step, () -> {
       try {
         call.run();
@@ -62,55 +84,58 @@ final class ExposureScenario implements Driver.Scenario {
     final String h = args.require("hidden-table");
     final String v = args.require("visible-table");
     final String st = args.require("secret-table");
+    refusal = args.get("refusal");
     final IMetaStoreClient c = Hms.open(args.require("uri"));
     final String hidden = p + "." + h;
     final Table visible = c.getTable(p, v);
     steps.run("getTable " + p + "." + v, () -> visible.getTableName());
 
-    expect(steps, "getDatabase hidden", s, () -> c.getDatabase(s), "NoSuchObjectException");
-    expect(steps, "getTable hidden", hidden, () -> c.getTable(p, h), "NoSuchObjectException");
-    expect(steps, "getTable in a hidden database", s, () -> c.getTable(s, st), "NoSuchObjectException");
-    expect(steps, "getTableObjectsByName hidden database", s,
+    expect(steps, "getDatabase hidden", true, s, () -> c.getDatabase(s), "NoSuchObjectException");
+    expect(steps, "getTable hidden", true, hidden, () -> c.getTable(p, h), "NoSuchObjectException");
+    expect(steps, "getTable in a hidden database", true, s, () -> c.getTable(s, st), "NoSuchObjectException");
+    expect(steps, "getTableObjectsByName hidden database", true, s,
         () -> c.getTableObjectsByName(s, Collections.singletonList(st)), "UnknownDBException");
-    expect(steps, "listPartitions hidden", hidden, () -> c.listPartitions(p, h, (short) -1),
+    expect(steps, "listPartitions hidden", true, hidden, () -> c.listPartitions(p, h, (short) -1),
         "NoSuchObjectException", "MetaException");
-    expect(steps, "getPrimaryKeys hidden", hidden, () -> c.getPrimaryKeys(new PrimaryKeysRequest(p, h)),
+    expect(steps, "getPrimaryKeys hidden", true, hidden, () -> c.getPrimaryKeys(new PrimaryKeysRequest(p, h)),
         "NoSuchObjectException", "MetaException");
-    expect(steps, "dropDatabase cascade", s, () -> c.dropDatabase(s, true, false, true), "NoSuchObjectException");
-    expect(steps, "dropTable hidden", hidden, () -> c.dropTable(p, h, true, false), "NoSuchObjectException");
-    expect(steps, "dropTable in a hidden database", s, () -> c.dropTable(s, st, true, false), "NoSuchObjectException");
-    expect(steps, "alter_table hidden", hidden, () -> {
+    expect(steps, "dropDatabase cascade", false, s, () -> c.dropDatabase(s, true, false, true),
+        "NoSuchObjectException");
+    expect(steps, "dropTable hidden", false, hidden, () -> c.dropTable(p, h, true, false), "NoSuchObjectException");
+    expect(steps, "dropTable in a hidden database", false, s, () -> c.dropTable(s, st, true, false),
+        "NoSuchObjectException");
+    expect(steps, "alter_table hidden", false, hidden, () -> {
       Table t = visible.deepCopy();
       t.setTableName(h);
       t.getParameters().put("altered", "yes");
       c.alter_table(p, h, t);
     }, "InvalidOperationException");
-    expect(steps, "alter_table rename onto a hidden name", p + ".hid_new", () -> {
+    expect(steps, "alter_table rename onto a hidden name", false, p + ".hid_new", () -> {
       Table t = visible.deepCopy();
       t.setTableName("hid_new");
       c.alter_table(p, v, t);
     }, "MetaException", "InvalidOperationException");
-    expect(steps, "createTable in a hidden database", s, () -> c.createTable(copyTo(visible, s, "t_new")),
+    expect(steps, "createTable in a hidden database", false, s, () -> c.createTable(copyTo(visible, s, "t_new")),
         "NoSuchObjectException");
-    expect(steps, "createTable of a hidden name", p + ".hid_new", () -> c.createTable(copyTo(visible, p, "hid_new")),
-        "MetaException");
-    expect(steps, "createDatabase of a hidden name", s + "_2", () -> c.createDatabase(Build.database(s + "_2")),
-        "MetaException");
-    expect(steps, "alterDatabase hidden", s, () -> {
+    expect(steps, "createTable of a hidden name", false, p + ".hid_new",
+        () -> c.createTable(copyTo(visible, p, "hid_new")), "MetaException");
+    expect(steps, "createDatabase of a hidden name", false, s + "_2",
+        () -> c.createDatabase(Build.database(s + "_2")), "MetaException");
+    expect(steps, "alterDatabase hidden", false, s, () -> {
       Database d = Build.database(s);
       d.setDescription("altered");
       c.alterDatabase(s, d);
     }, "NoSuchObjectException");
     // (Hive 4's client reads the table first)
-    expect(steps, "truncateTable hidden", hidden, () -> c.truncateTable(p, h, null), "MetaException",
+    expect(steps, "truncateTable hidden", false, hidden, () -> c.truncateTable(p, h, null), "MetaException",
         "NoSuchObjectException");
-    expect(steps, "add_partition hidden", hidden, () -> {
+    expect(steps, "add_partition hidden", false, hidden, () -> {
       Table t = copyTo(visible, p, h);
       c.add_partition(Build.partition(t, Build.params(), "2"));
     }, "MetaException", "InvalidObjectException");
-    expect(steps, "dropPartition in a hidden database", s,
+    expect(steps, "dropPartition in a hidden database", false, s,
         () -> c.dropPartition(s, st, new ArrayList<>(Collections.singletonList("1")), true), "NoSuchObjectException");
-    expect(steps, "createFunction in a hidden database", s, () -> {
+    expect(steps, "createFunction in a hidden database", false, s, () -> {
       Function f = new Function();
       f.setDbName(s);
       f.setFunctionName("f2");
@@ -122,7 +147,7 @@ final class ExposureScenario implements Driver.Scenario {
       f.setResourceUris(new ArrayList<>());
       c.createFunction(f);
     }, "NoSuchObjectException");
-    expect(steps, "updateTableColumnStatistics hidden", hidden, () -> {
+    expect(steps, "updateTableColumnStatistics hidden", false, hidden, () -> {
       ColumnStatisticsDesc desc = new ColumnStatisticsDesc(true, p, h);
       LongColumnStatsData l = new LongColumnStatsData(1, 9);
       ColumnStatisticsObj o = new ColumnStatisticsObj("id", "bigint", ColumnStatisticsData.longStats(l));
@@ -130,12 +155,15 @@ final class ExposureScenario implements Driver.Scenario {
       Hms.setEngine(cs);
       c.updateTableColumnStatistics(cs);
     }, "NoSuchObjectException");
-    expect(steps, "lock EXCLUSIVE hidden", hidden, () -> {
+    expect(steps, "lock EXCLUSIVE hidden", false, hidden, () -> {
       LockComponent comp = new LockComponent(LockType.EXCLUSIVE, LockLevel.TABLE, p);
       comp.setTablename(h);
       c.lock(new LockRequest(new ArrayList<>(Collections.singletonList(comp)), "hmsbed", "localhost"));
     }, "TApplicationException");
 
+    if (refusal != null) {
+      return;
+    }
     steps.attempt("lists leave the hidden objects out", () -> {
       List<String> all = c.getAllTables(p);
       Steps.check(all.equals(Collections.singletonList(v)), "getAllTables(" + p + ") = " + all);
