@@ -38,7 +38,14 @@ import (
 //
 // A split lock (its components in several catalogs) judges each name by its
 // own catalog's rules. Names that are ids only (lock, transaction and table
-// ids, CommitTxnKeyValue.tableId) cannot be judged by name.
+// ids, CommitTxnKeyValue.tableId) cannot be judged by name; lists of names
+// without their databases (unattributedLists) are refused unless the
+// request names the database.
+
+// unattributedLists: RPCs whose answer lists names of objects of many
+// databases without saying which (Hive 4's packages and stored procedures,
+// when the request names no database): the rules cannot filter them.
+var unattributedLists = map[string]bool{"get_all_packages": true, "get_all_stored_procedures": true}
 
 // tableNameLists: RPCs whose answer is a list of table names of the
 // request's database.
@@ -135,6 +142,11 @@ func (r *Router) exposure(next Handler) Handler {
 			return ref
 		}
 		spec := x.Spec()
+		if unattributedLists[spec.Name] && len(p.DBs) == 0 {
+			return &Refusal{Kind: RefuseMeta, Reason: "exposure", Catalog: x.Cat.Name, Message: fmt.Sprintf(
+				"%s without a database would list names of every database of catalog %s, whose exposure rules (catalog.%s.expose-*) hide some: name the database",
+				spec.Name, x.Cat.Name, x.Cat.Name)}
+		}
 		if !p.SplitLock && (spec.ResultObjects != nil || tableNameLists[spec.Name]) {
 			x.OnReply(func(body []byte) ([]byte, error) { return r.filterAnswer(x, body) })
 		}

@@ -436,3 +436,25 @@ func TestExposureJudgesEachPartOfASplitLock(t *testing.T) {
 		}
 	}
 }
+
+// Lists of names without their databases cannot be filtered: without a
+// database they are refused; with one, the database is judged.
+func TestExposureRefusesUnattributedLists(t *testing.T) {
+	r, reached, _ := exposureRouter(t)
+	for m := range unattributedLists {
+		method := thriftgen.LookupMethod(m)
+		all := sampleArgsNamed(method, "", "t")
+		all.Field(1).Del(2) // no dbName
+		if _, msg := replyError(t, serveCall(t, r, m, all)); !strings.Contains(msg, "name the database") {
+			t.Errorf("%s without a database: %q", m, msg)
+		}
+		if _, msg := replyError(t, serveCall(t, r, m, sampleArgsNamed(method, "bd_secret", "t"))); msg != "database bd_secret not found" {
+			t.Errorf("%s of a hidden database: %q", m, msg)
+		}
+		before := reached.Load()
+		serveCall(t, r, m, sampleArgsNamed(method, "bd_pub", "t"))
+		if reached.Load() != before+1 {
+			t.Errorf("%s of a visible database did not reach the executor", m)
+		}
+	}
+}
