@@ -85,7 +85,7 @@ func (r *Router) execNative(ctx context.Context, x *Exchange) error {
 		r.trace.BackendReply(req.info.ID, cat.Name, reply, err)
 	}
 	if err != nil {
-		if optionalReads[spec.Name] {
+		if spec.EmptyOnAnyFailure() {
 			r.fallbackEmpty(req, "error")
 			return nil
 		}
@@ -188,12 +188,12 @@ func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) er
 	req, cat := x.req, x.Cat
 	m, spec := req.msg, req.plan.Spec
 	if reply.Type == wire.Exception {
-		if optionalReads[spec.Name] {
+		if spec.EmptyOnAnyFailure() {
 			r.fallbackEmpty(req, "error")
 			return nil
 		}
 		typ, msg, perr := wire.ParseAppException(reply.Body())
-		if perr == nil && typ == wire.AppUnknownMethod && emptyCompatible(spec) {
+		if perr == nil && typ == wire.AppUnknownMethod && spec.EmptyOnUnknownMethod() {
 			r.fallbackEmpty(req, "unknown_method")
 			return nil
 		}
