@@ -22,6 +22,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/security/gssapi"
 	"github.com/hms-proxy/hms-proxy/security/proxyuser"
 	"github.com/hms-proxy/hms-proxy/security/sasl"
+	"github.com/hms-proxy/hms-proxy/security/tlsconf"
 	"github.com/hms-proxy/hms-proxy/security/tokens"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -121,6 +122,20 @@ func listenerName(fc *configs.FrontendConfig) string {
 // buildBackends prepares outbound Kerberos and impersonation per catalog.
 func (s *Security) buildBackends(cfg *configs.Config, reg prometheus.Registerer) error {
 	sc := &cfg.Security
+	dialers := map[string]*tlsconf.Dialer{}
+	for _, cat := range cfg.Catalogs {
+		d, err := backendDialer(cat, s.log)
+		if err != nil {
+			return err
+		}
+		dialers[cat.Name] = d
+		if cat.UseSSL && !cat.SASLEnabled {
+			if s.dials == nil {
+				s.dials = map[string]func(ctx context.Context, network, addr string) (net.Conn, error){}
+			}
+			s.dials[cat.Name] = d.DialContext
+		}
+	}
 	for _, cat := range cfg.Catalogs {
 		if !cat.SASLEnabled {
 			continue
@@ -134,7 +149,7 @@ func (s *Security) buildBackends(cfg *configs.Config, reg prometheus.Registerer)
 			s.Backend = l
 		}
 		dial, err := gssapi.BackendDial(s.Backend, gssapi.BackendOptions{Principal: cat.KerberosPrincipal,
-			Protection: strings.Join(cat.RPCProtection, ","), ConnectTimeout: cat.ConnectTimeout})
+			Protection: strings.Join(cat.RPCProtection, ","), ConnectTimeout: cat.ConnectTimeout, Dialer: dialers[cat.Name]})
 		if err != nil {
 			return fmt.Errorf("catalog.%s.conf: %w", cat.Name, err)
 		}
@@ -169,9 +184,9 @@ func (s *Security) buildBackends(cfg *configs.Config, reg prometheus.Registerer)
 			if err != nil {
 				return fmt.Errorf("catalog.%s.conf.hadoop.rpc.protection: %w", cat.Name, err)
 			}
-			o.UserDial = tokenUserDial(cat.Name, tokens.ShortName(s.Backend.Principal()), qops, cat.ConnectTimeout, s.log)
+			o.UserDial = tokenUserDial(cat.Name, tokens.ShortName(s.Backend.Principal()), qops, dialers[cat.Name], s.log)
 		} else {
-			o.UserDial = setUGIUserDial(cat.ConnectTimeout, cat.SocketTimeout)
+			o.UserDial = setUGIUserDial(dialers[cat.Name], cat.SocketTimeout)
 		}
 		if s.impersonation == nil {
 			s.impersonation = map[string]*router.ImpersonationOptions{}
@@ -345,9 +360,8 @@ func (s *Security) cancelDelegationToken(_ context.Context, c *router.LocalCall)
 // setUGIUserDial opens a plain backend session as the user: TCP, then
 // set_ugi(user, groups), as Hive's client does at session start on a
 // metastore without SASL (TUGIBasedProcessor).
-func setUGIUserDial(connectTimeout, socketTimeout time.Duration) func(context.Context, *security.Identity, *router.Backend) (router.Dial, func(), error) {
+func setUGIUserDial(d *tlsconf.Dialer, socketTimeout time.Duration) func(context.Context, *security.Identity, *router.Backend) (router.Dial, func(), error) {
 	return func(_ context.Context, id *security.Identity, _ *router.Backend) (router.Dial, func(), error) {
-		d := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 		user, groups := id.User, id.Groups
 		return func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := d.DialContext(ctx, network, addr)
@@ -435,7 +449,7 @@ func resultOf(m *wire.Message, method string, seq int32) (wire.Value, error) {
 // metastore before its renew date and replaces it before its max date, so a
 // long-lived pool keeps opening sessions; the token is cancelled when the
 // user's pool closes.
-func tokenUserDial(catalog, renewer string, qops []sasl.QOP, connectTimeout time.Duration, log *slog.Logger) func(context.Context, *security.Identity, *router.Backend) (router.Dial, func(), error) {
+func tokenUserDial(catalog, renewer string, qops []sasl.QOP, d *tlsconf.Dialer, log *slog.Logger) func(context.Context, *security.Identity, *router.Backend) (router.Dial, func(), error) {
 	return func(ctx context.Context, id *security.Identity, shared *router.Backend) (router.Dial, func(), error) {
 		keeper, err := tokens.NewKeeper(ctx, tokens.KeeperOptions{
 			What: fmt.Sprintf("catalog %s backend token of %s", catalog, id.User),
@@ -467,7 +481,6 @@ func tokenUserDial(catalog, renewer string, qops []sasl.QOP, connectTimeout time
 		if err != nil {
 			return nil, nil, fmt.Errorf("backend delegation token for %s: %w", id.User, err)
 		}
-		d := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := d.DialContext(ctx, network, addr)
 			if err != nil {
