@@ -145,3 +145,19 @@ func (ca *CA) Issue(dir, name string, hosts ...string) (certFile, keyFile string
 	}
 	return certFile, keyFile, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600)
 }
+
+// ClientTLS is a Java client's TLS, as Hive's client is configured:
+// hive.metastore.use.SSL=true with a trust store (both Hive key names).
+type ClientTLS struct {
+	TrustStore, Password, Type string // Type: JKS or PKCS12
+}
+
+// Args are the driver's --conf arguments for it.
+func (c ClientTLS) Args() []string {
+	var out []string
+	for _, kv := range [][2]string{{"use.SSL", "true"}, {"truststore.path", c.TrustStore},
+		{"truststore.password", c.Password}, {"truststore.type", c.Type}} {
+		out = append(out, "--conf", "metastore."+kv[0]+"="+kv[1], "--conf", "hive.metastore."+kv[0]+"="+kv[1])
+	}
+	return out
+}
