@@ -74,21 +74,23 @@ func buildSecurity(cfg *configs.Config, reg prometheus.Registerer, log *slog.Log
 			s.Close()
 			return nil, fmt.Errorf("security.front-door-conf.%w", err)
 		}
-		digestQOPs, err := digestmd5.QOPsFromProtection("security.front-door-conf.hadoop.rpc.protection", strings.Join(sc.RPCProtection, ","))
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		digest, err := digestmd5.NewServerFactory(digestmd5.ServerOptions{Lookup: digestmd5.TokenLookup(s.Tokens), QOPs: digestQOPs})
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
 		replay := gssapi.NewReplayCaches() // one per service principal, shared by the listeners
 		for _, fc := range cfg.Frontends() {
 			name := listenerName(fc)
+			protection := saslProtection(strings.Join(sc.RPCProtection, ","), "security.front-door-conf.hadoop.rpc.protection",
+				fc.TLS.Enabled, fc.KeyPrefix()+"tls.enabled", log)
+			digestQOPs, err := digestmd5.QOPsFromProtection("security.front-door-conf.hadoop.rpc.protection", protection)
+			if err != nil {
+				s.Close()
+				return nil, err
+			}
+			digest, err := digestmd5.NewServerFactory(digestmd5.ServerOptions{Lookup: digestmd5.TokenLookup(s.Tokens), QOPs: digestQOPs})
+			if err != nil {
+				s.Close()
+				return nil, err
+			}
 			fd, err := gssapi.NewFrontDoor(gssapi.FrontDoorOptions{Principal: sc.ServerPrincipal, Keytab: sc.Keytab,
-				Protection: strings.Join(sc.RPCProtection, ","), AuthToLocal: sc.AuthToLocal,
+				Protection: protection, AuthToLocal: sc.AuthToLocal,
 				AuthToLocalMechanism: sc.AuthToLocalMechanism, BindHost: fc.BindHost, Listener: name, Metrics: s.SASL,
 				// a client that does not finish the handshake is closed at the socket timeout, as Hive's is
 				HandshakeTimeout: fc.ClientSocketTimeout, Replay: replay})
@@ -110,6 +112,30 @@ func buildSecurity(cfg *configs.Config, reg prometheus.Registerer, log *slog.Log
 		return nil, err
 	}
 	return s, nil
+}
+
+// saslProtection is the SASL quality of protection to offer or ask for: the
+// configured one, or "authentication" inside TLS. Hive's metastore and
+// client do the same (MetaStoreUtils.getMetaStoreSaslProperties overrides
+// hadoop.rpc.protection to authentication when hive.metastore.use.SSL is
+// on, with a warning): TLS already protects the connection, and a peer with
+// TLS on asks for nothing more, so offering only integrity or privacy there
+// would refuse it.
+func saslProtection(configured, key string, tls bool, tlsKey string, log *slog.Logger) string {
+	if !tls || configured == "authentication" {
+		return configured
+	}
+	if log != nil {
+		log.Warn("SASL inside TLS uses quality of protection authentication, as Hive does: the configured value is not used on this connection",
+			"key", key, "value", configured, "because", tlsKey+"=true")
+	}
+	return "authentication"
+}
+
+// catalogProtection is a catalog's SASL quality of protection (saslProtection).
+func catalogProtection(cat *configs.CatalogConfig, log *slog.Logger) string {
+	pre := "catalog." + cat.Name + ".conf."
+	return saslProtection(strings.Join(cat.RPCProtection, ","), pre+"hadoop.rpc.protection", cat.UseSSL, pre+"hive.metastore.use.SSL", log)
 }
 
 func listenerName(fc *configs.FrontendConfig) string {
@@ -149,7 +175,7 @@ func (s *Security) buildBackends(cfg *configs.Config, reg prometheus.Registerer)
 			s.Backend = l
 		}
 		dial, err := gssapi.BackendDial(s.Backend, gssapi.BackendOptions{Principal: cat.KerberosPrincipal,
-			Protection: strings.Join(cat.RPCProtection, ","), ConnectTimeout: cat.ConnectTimeout, Dialer: dialers[cat.Name]})
+			Protection: catalogProtection(cat, s.log), ConnectTimeout: cat.ConnectTimeout, Dialer: dialers[cat.Name]})
 		if err != nil {
 			return fmt.Errorf("catalog.%s.conf: %w", cat.Name, err)
 		}
@@ -180,7 +206,7 @@ func (s *Security) buildBackends(cfg *configs.Config, reg prometheus.Registerer)
 			PoolSize: cat.ImpersonationPoolMaxSize, SessionIdleTTL: cat.ImpersonationSessionIdleTTL,
 			Bypass: bypass, Metrics: s.Imperson, Log: s.log}
 		if cat.SASLEnabled {
-			qops, err := sasl.ParseProtection(strings.Join(cat.RPCProtection, ","))
+			qops, err := sasl.ParseProtection(catalogProtection(cat, nil))
 			if err != nil {
 				return fmt.Errorf("catalog.%s.conf.hadoop.rpc.protection: %w", cat.Name, err)
 			}

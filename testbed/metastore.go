@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/xml"
 	"errors"
@@ -449,8 +450,14 @@ func protection(k *MetastoreKerberos) string {
 // saslAnswers checks that a Kerberized metastore's SASL server runs: it sends START for a mechanism Hive does not
 // offer and expects Hive's BAD frame ("Unsupported mechanism type"), which only the serving TSaslServerTransport
 // sends.
-func saslAnswers(addr string, timeout time.Duration) error {
-	c, err := net.DialTimeout("tcp", addr, timeout)
+func saslAnswers(addr string, timeout time.Duration, useTLS bool) error {
+	var c net.Conn
+	var err error
+	if useTLS { // SASL inside TLS, as Hive serves both; the certificate is taken as it is (a liveness probe)
+		c, err = tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec
+	} else {
+		c, err = net.DialTimeout("tcp", addr, timeout)
+	}
 	if err != nil {
 		return err
 	}
@@ -506,8 +513,8 @@ func (m *Metastore) waitReady(p *jvm, logOffset int64) error {
 			}
 		}
 		var err error
-		if m.Kerberos != nil && m.TLS == nil {
-			err = saslAnswers(addr, 5*time.Second)
+		if m.Kerberos != nil {
+			err = saslAnswers(addr, 5*time.Second, m.TLS != nil)
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_, err = getAllDatabases(ctx, addr, 5*time.Second, m.TLS != nil)
