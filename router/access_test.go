@@ -1,11 +1,6 @@
 package router
 
 import (
-	"context"
-	"errors"
-	"io"
-	"log/slog"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -70,7 +65,6 @@ var reviewedReads = set(
 // omitted; "one catalog" first: catalog1 alone); reached and dialed as in
 // exposureRouter.
 func accessRouter(t *testing.T, extra ...string) (r *Router, reached, dialed *atomic.Int64) {
-	reached, dialed = new(atomic.Int64), new(atomic.Int64)
 	props := []string{
 		"catalog.catalog1.runtime-profile=APACHE_4_1_0",
 		"catalog.catalog2.runtime-profile=HORTONWORKS_3_1_0_3_1_5_6150_1",
@@ -88,20 +82,7 @@ func accessRouter(t *testing.T, extra ...string) (r *Router, reached, dialed *at
 			props = append(props, "catalog."+c+"."+e)
 		}
 	}
-	opt := Options{
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Inner: []Middleware{func(Handler) Handler {
-			return func(context.Context, *Exchange) error {
-				reached.Add(1)
-				return &Refusal{Kind: RefuseMeta, Reason: "test", Message: "reached the executor"}
-			}
-		}},
-		Dial: func(context.Context, string, string) (net.Conn, error) {
-			dialed.Add(1)
-			return nil, errors.New("no metastore in this test")
-		},
-	}
-	return testRouterWith(t, opt, props...), reached, dialed
+	return recordingRouter(t, props...)
 }
 
 // writeSample is the sample call of a write naming database db: a lock

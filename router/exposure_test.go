@@ -37,10 +37,15 @@ func init() {
 	}
 }
 
-// exposureRouter is the test router; reached counts the exchanges that got
-// past every policy to the executor (an Inner middleware answers them), and
-// dialed the backend connections something tried to open.
+// exposureRouter is the test router with exposureProps.
 func exposureRouter(t *testing.T, extra ...string) (r *Router, reached, dialed *atomic.Int64) {
+	return recordingRouter(t, append(append([]string{}, exposureProps...), extra...)...)
+}
+
+// recordingRouter is a test router whose reached counts the exchanges that
+// got past every policy to the executor (an Inner middleware answers them),
+// and dialed the backend connections something tried to open.
+func recordingRouter(t *testing.T, props ...string) (r *Router, reached, dialed *atomic.Int64) {
 	reached, dialed = new(atomic.Int64), new(atomic.Int64)
 	opt := Options{
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -55,28 +60,41 @@ func exposureRouter(t *testing.T, extra ...string) (r *Router, reached, dialed *
 			return nil, errors.New("no metastore in this test")
 		},
 	}
-	return testRouterWith(t, opt, append(append([]string{}, exposureProps...), extra...)...), reached, dialed
+	return testRouterWith(t, opt, props...), reached, dialed
 }
 
 // sampleNamed builds a value of a schema type naming database db and table
 // tbl wherever the schema has a database, "db.table" or table field; a
 // catalog field is left out, other strings are "x", containers hold one
-// element.
+// element, nesting stops at depth 6.
 func sampleNamed(t *thriftgen.Type, owner string, f *thriftgen.Field, db, tbl string, depth int) (wire.Value, bool) {
-	if t.Kind == thriftgen.KindString && f != nil {
-		switch roleOfObjects(owner, f) {
-		case RoleDB, RoleDBPattern:
-			return wire.Str(db), true
-		case RoleFullTable:
-			return wire.Str(db + "." + tbl), true
-		case RoleTable:
-			return wire.Str(tbl), true
-		case RoleCatalog:
-			return wire.Value{}, false
+	switch t.Kind {
+	case thriftgen.KindString, thriftgen.KindBinary:
+		if f != nil && t.Kind == thriftgen.KindString {
+			switch roleOfObjects(owner, f) {
+			case RoleDB, RoleDBPattern:
+				return wire.Str(db), true
+			case RoleFullTable:
+				return wire.Str(db + "." + tbl), true
+			case RoleTable:
+				return wire.Str(tbl), true
+			case RoleCatalog:
+				return wire.Value{}, false
+			}
 		}
 		return wire.Str("x"), true
-	}
-	switch t.Kind {
+	case thriftgen.KindBool:
+		return wire.Bool(false), true
+	case thriftgen.KindByte:
+		return wire.Value{Type: wire.TByte}, true
+	case thriftgen.KindI16:
+		return wire.Value{Type: wire.TI16, Int: 1}, true
+	case thriftgen.KindI32, thriftgen.KindEnum:
+		return wire.I32(1), true
+	case thriftgen.KindI64:
+		return wire.I64(1), true
+	case thriftgen.KindDouble:
+		return wire.Value{Type: wire.TDouble, Dbl: 1}, true
 	case thriftgen.KindStruct:
 		if depth > 6 {
 			return wire.Value{}, false
@@ -95,8 +113,10 @@ func sampleNamed(t *thriftgen.Type, owner string, f *thriftgen.Field, db, tbl st
 			v.Elems = append(v.Elems, x)
 		}
 		return v, true
+	case thriftgen.KindMap:
+		return wire.Value{Type: wire.TMap, KeyType: wire.WireType(t.Key), ElemType: wire.WireType(t.Value)}, true
 	}
-	return sample(t, owner, f, db, depth)
+	return wire.Value{}, false
 }
 
 func sampleArgsNamed(m *thriftgen.Method, db, tbl string) wire.Value {

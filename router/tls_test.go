@@ -20,12 +20,7 @@ import (
 // certificate for 127.0.0.1 of a fresh CA; it returns the CA's pool.
 func tlsProxy(t *testing.T) (*proxytest.Proxy, *testbed.CA, string, string) {
 	t.Helper()
-	dir := t.TempDir()
-	ca, err := testbed.NewCA(dir, "proxy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, key, err := ca.Issue(dir, "first", "127.0.0.1", "localhost")
+	ca, cert, key, err := testbed.NewListenerCert(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +105,7 @@ func TestTLSListenerReadsChangedCertificates(t *testing.T) {
 		defer conn.Close()
 		return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
 	}
-	if cn := served(); cn != "first" {
+	if cn := served(); cn != "hms-proxy" {
 		t.Fatalf("served %s", cn)
 	}
 	dir := t.TempDir()

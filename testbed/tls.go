@@ -161,3 +161,14 @@ func (c ClientTLS) Args() []string {
 	}
 	return out
 }
+
+// NewListenerCert makes a CA in dir and a certificate of it for 127.0.0.1
+// and localhost (an hms-proxy TLS listener on loopback): the CA, and the
+// certificate's and key's PEM files.
+func NewListenerCert(dir string) (ca *CA, certFile, keyFile string, err error) {
+	if ca, err = NewCA(dir, "proxy"); err != nil {
+		return nil, "", "", err
+	}
+	certFile, keyFile, err = ca.Issue(dir, "hms-proxy", "127.0.0.1", "localhost")
+	return ca, certFile, keyFile, err
+}

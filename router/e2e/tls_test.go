@@ -22,11 +22,7 @@ import (
 func tlsListenerProps(t *testing.T, p map[string]string) (*testbed.CA, string) {
 	t.Helper()
 	dir := t.TempDir()
-	ca, err := testbed.NewCA(dir, "proxy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, key, err := ca.Issue(dir, "hms-proxy", "127.0.0.1", "localhost")
+	ca, cert, key, err := testbed.NewListenerCert(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

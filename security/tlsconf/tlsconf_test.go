@@ -3,14 +3,9 @@ package tlsconf
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,49 +15,44 @@ import (
 
 	keystore "github.com/pavlo-v-chernykh/keystore-go/v4"
 	pkcs12 "software.sslmate.com/src/go-pkcs12"
+
+	"github.com/hms-proxy/hms-proxy/testbed"
 )
 
-// issuer is a test CA.
+// issuer is a test CA (the test bed's).
 type issuer struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
+	*testbed.CA
+	t   *testing.T
+	dir string
 }
 
 func newCA(t *testing.T, name string) *issuer {
 	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	dir := t.TempDir()
+	ca, err := testbed.NewCA(dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := x509.ParseCertificate(der)
-	return &issuer{cert: c, key: key}
+	return &issuer{CA: ca, t: t, dir: dir}
 }
 
 // leaf issues a server certificate for hosts; PEM of the certificate and
 // its key.
 func (ca *issuer) leaf(t *testing.T, cn string, hosts ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	cf, kf, err := ca.Issue(ca.dir, cn, hosts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kder, _ := x509.MarshalPKCS8PrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
+	c, err := os.ReadFile(cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := os.ReadFile(kf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, k
 }
 
 // write replaces a file and moves its modification time on, so that a
@@ -172,11 +162,11 @@ func TestTrustStoreFormats(t *testing.T) {
 	}
 	typ := func(v string) File { return File{"catalog.c.conf.hive.metastore.truststore.type", v} }
 	// PEM
-	write(t, path("ts.pem").Path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw}), 0)
+	write(t, path("ts.pem").Path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw}), 0)
 	// JKS
 	ks := keystore.New()
 	if err := ks.SetTrustedCertificateEntry("ca", keystore.TrustedCertificateEntry{CreationTime: time.Now(),
-		Certificate: keystore.Certificate{Type: "X509", Content: ca.cert.Raw}}); err != nil {
+		Certificate: keystore.Certificate{Type: "X509", Content: ca.Cert.Raw}}); err != nil {
 		t.Fatal(err)
 	}
 	var jks bytes.Buffer
@@ -185,14 +175,14 @@ func TestTrustStoreFormats(t *testing.T) {
 	}
 	write(t, path("ts.jks").Path, jks.Bytes(), 0)
 	// PKCS#12 (as Java 9+ keytool writes by default: AES-256 and SHA-256)
-	p12, err := pkcs12.Modern.EncodeTrustStore([]*x509.Certificate{ca.cert}, "changeit")
+	p12, err := pkcs12.Modern.EncodeTrustStore([]*x509.Certificate{ca.Cert}, "changeit")
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, path("ts.p12").Path, p12, 0)
 	for _, name := range []string{"ts.pem", "ts.jks", "ts.p12"} {
 		ts, err := LoadTrustStore(path(name), "changeit", typ(""))
-		if err != nil || len(ts.Certs) != 1 || ts.Certs[0].Subject.CommonName != "trusted-ca" {
+		if err != nil || len(ts.Certs) != 1 || ts.Certs[0].Subject.CommonName != "trusted-ca test CA" {
 			t.Errorf("%s: %v %v", name, ts, err)
 		}
 	}
@@ -253,7 +243,7 @@ func TestDialerRefusesAWrongCertificate(t *testing.T) {
 	dir := t.TempDir()
 	trusted, other := newCA(t, "trusted"), newCA(t, "other")
 	tsFile := File{"catalog.c.conf.hive.metastore.truststore.path", filepath.Join(dir, "ts.pem")}
-	write(t, tsFile.Path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: trusted.cert.Raw}), 0)
+	write(t, tsFile.Path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: trusted.Cert.Raw}), 0)
 	d, err := NewDialer(&net.Dialer{Timeout: 5 * time.Second}, tsFile, "", File{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +277,7 @@ func TestDialerRefusesAWrongCertificate(t *testing.T) {
 		}
 	}
 	// the trust store is read again when it changes: now it trusts the other CA only
-	write(t, tsFile.Path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: other.cert.Raw}), 5)
+	write(t, tsFile.Path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: other.Cert.Raw}), 5)
 	if _, err := d.DialContext(ctx, "tcp", good); err == nil || !strings.Contains(err.Error(), "not signed by") {
 		t.Errorf("after the trust store changed: %v", err)
 	}

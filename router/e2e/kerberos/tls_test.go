@@ -29,11 +29,7 @@ func TestKerberosInsideTLS(t *testing.T) {
 	if err := testbed.KeytoolTrustStore(backendTrust, ks.CertPEM, "PKCS12", "changeit"); err != nil {
 		t.Fatal(err)
 	}
-	ca, err := testbed.NewCA(dir, "proxy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, key, err := ca.Issue(dir, "hms-proxy", "127.0.0.1", "localhost")
+	ca, cert, key, err := testbed.NewListenerCert(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
