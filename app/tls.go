@@ -54,11 +54,12 @@ func listenerTLS(fc *configs.FrontendConfig, name string, m *monitoring.Metrics,
 func backendDialer(cat *configs.CatalogConfig, log *slog.Logger) (*tlsconf.Dialer, error) {
 	nd := &net.Dialer{Timeout: cat.ConnectTimeout, KeepAlive: 30 * time.Second}
 	if !cat.UseSSL {
-		return tlsconf.NewDialer(nd, tlsconf.File{}, "", tlsconf.File{}, nil)
+		return tlsconf.NewDialer(nd, tlsconf.File{}, "", "", tlsconf.File{}, nil)
 	}
 	pre := "catalog." + cat.Name + ".conf."
 	d, err := tlsconf.NewDialer(nd, tlsconf.File{Key: pre + "hive.metastore.truststore.path", Path: cat.TrustStorePath},
-		cat.TrustStorePassword, tlsconf.File{Key: pre + "hive.metastore.truststore.type", Path: cat.TrustStoreType},
+		cat.TrustStorePassword, pre+"hive.metastore.truststore.password",
+		tlsconf.File{Key: pre + "hive.metastore.truststore.type", Path: cat.TrustStoreType},
 		func(err error) {
 			if err != nil {
 				log.Error("the trust store changed but does not load; new backend connections keep trusting the previous one",

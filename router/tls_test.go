@@ -17,21 +17,29 @@ import (
 )
 
 // tlsProxy is an offline proxy whose primary listener serves TLS with a
-// certificate for 127.0.0.1 of a fresh CA; it returns the CA's pool.
-func tlsProxy(t *testing.T) (*proxytest.Proxy, *testbed.CA, string, string) {
+// certificate for 127.0.0.1 of a fresh CA.
+func tlsProxy(t *testing.T) (*proxytest.Proxy, *testbed.TLSFiles) {
 	t.Helper()
-	ca, cert, key, err := testbed.NewListenerCert(t.TempDir())
+	files, err := testbed.NewTLSFiles(t.TempDir(), "first")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := offlineProxy(t, map[string]string{"server.tls.enabled": "true",
-		"server.tls.certificate-file": cert, "server.tls.key-file": key})
-	return p, ca, cert, key
+		"server.tls.certificate-file": files.CertFile, "server.tls.key-file": files.KeyFile})
+	return p, files
 }
 
-func pool(ca *testbed.CA) *x509.CertPool {
+// pool trusts the CA of files.
+func pool(t *testing.T, files *testbed.TLSFiles) *x509.CertPool {
+	t.Helper()
+	b, err := os.ReadFile(files.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p := x509.NewCertPool()
-	p.AddCert(ca.Cert)
+	if !p.AppendCertsFromPEM(b) {
+		t.Fatalf("%s holds no certificate", files.CAFile)
+	}
 	return p
 }
 
@@ -40,9 +48,9 @@ func pool(ca *testbed.CA) *x509.CertPool {
 // protocol to use TLS; a client trusting another certificate does not get
 // through the handshake.
 func TestTLSListener(t *testing.T) {
-	p, ca, _, _ := tlsProxy(t)
+	p, files := tlsProxy(t)
 	uri := p.URI("primary")
-	c, err := proxytest.TLSClient(t, uri, &tls.Config{RootCAs: pool(ca), ServerName: "127.0.0.1"})
+	c, err := proxytest.TLSClient(t, uri, &tls.Config{RootCAs: pool(t, files), ServerName: "127.0.0.1"})
 	if err != nil {
 		t.Fatalf("a client trusting the proxy's CA: %v", err)
 	}
@@ -78,11 +86,11 @@ func TestTLSListener(t *testing.T) {
 		t.Fatalf("SASL ERROR text %q %v", msg, err)
 	}
 	// a client trusting another CA
-	other, err := testbed.NewCA(t.TempDir(), "other")
+	other, err := testbed.NewTLSFiles(t.TempDir(), "other")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := proxytest.TLSClient(t, uri, &tls.Config{RootCAs: pool(other), ServerName: "127.0.0.1"}); err == nil ||
+	if _, err := proxytest.TLSClient(t, uri, &tls.Config{RootCAs: pool(t, other), ServerName: "127.0.0.1"}); err == nil ||
 		!strings.Contains(err.Error(), "certificate signed by unknown authority") {
 		t.Fatalf("a client that does not trust the certificate: %v", err)
 	}
@@ -94,46 +102,38 @@ func TestTLSListener(t *testing.T) {
 // connections get the new certificate; a pair that does not load keeps the
 // previous one, and both are counted.
 func TestTLSListenerReadsChangedCertificates(t *testing.T) {
-	p, ca, cert, key := tlsProxy(t)
+	p, files := tlsProxy(t)
 	uri := p.URI("primary")
 	served := func() string {
 		t.Helper()
-		conn, err := tls.Dial("tcp", strings.TrimPrefix(uri, "thrift://"), &tls.Config{RootCAs: pool(ca), ServerName: "127.0.0.1"})
+		conn, err := tls.Dial("tcp", strings.TrimPrefix(uri, "thrift://"), &tls.Config{RootCAs: pool(t, files), ServerName: "127.0.0.1"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
 		return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
 	}
-	if cn := served(); cn != "hms-proxy" {
+	if cn := served(); cn != "first" {
 		t.Fatalf("served %s", cn)
 	}
-	dir := t.TempDir()
-	c2, k2, err := ca.Issue(dir, "second", "127.0.0.1")
-	if err != nil {
+	if err := files.Issue("second"); err != nil { // a rotation: each file replaced through a rename
 		t.Fatal(err)
 	}
-	replace := func(dst, src string, age time.Duration) {
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		at := time.Now().Add(age)
-		_ = os.Chtimes(dst, at, at)
-	}
-	replace(cert, c2, time.Second)
-	replace(key, k2, time.Second)
 	if cn := served(); cn != "second" {
 		t.Fatalf("after the files changed, served %s", cn)
 	}
-	c3, _, err := ca.Issue(dir, "third", "127.0.0.1")
+	// a certificate without its key (another pair's certificate copied over)
+	third, err := testbed.NewTLSFiles(t.TempDir(), "third")
 	if err != nil {
 		t.Fatal(err)
 	}
-	replace(cert, c3, 2*time.Second) // a certificate without its key
+	b, err := os.ReadFile(third.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(files.CertFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if cn := served(); cn != "second" {
 		t.Fatalf("a certificate without its key replaced the served one: %s", cn)
 	}

@@ -85,45 +85,67 @@ func KeytoolTrustStore(path, certFile, storeType, password string) error {
 		"-storetype", storeType, "-storepass", password)
 }
 
-// CA is a test certificate authority for hms-proxy's PEM files.
-type CA struct {
-	Cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	CertPEM string // the CA certificate's PEM file
+// TLSFiles are a test CA and a loopback server certificate it issued, as files: what a TLS listener of the proxy
+// is configured with and what its clients trust.
+type TLSFiles struct {
+	CAFile   string // PEM certificate of the CA (pyiceberg's ssl.cabundle, curl --cacert)
+	CertFile string // PEM server certificate for 127.0.0.1 and localhost
+	KeyFile  string // its PEM private key
+	// TrustStore is a PKCS12 trust store holding the CA, for JVM clients (javax.net.ssl.trustStore), with password
+	// TrustStorePassword; "" when no keytool was found.
+	TrustStore         string
+	TrustStorePassword string
+
+	ca    *x509.Certificate
+	caKey *ecdsa.PrivateKey
 }
 
-// NewCA makes a CA whose certificate is written to dir/<name>-ca.pem.
-func NewCA(dir, name string) (*CA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// NewTLSFiles writes a fresh CA and a server certificate named cn into dir.
+func NewTLSFiles(dir, cn string) (*TLSFiles, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name + " test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(48 * time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hms-proxy test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(7 * 24 * time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &caKey.PublicKey, caKey)
 	if err != nil {
 		return nil, err
 	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
+	ca, _ := x509.ParseCertificate(der)
+	f := &TLSFiles{CAFile: filepath.Join(dir, "ca.pem"), CertFile: filepath.Join(dir, "server.pem"), KeyFile: filepath.Join(dir, "server.key"),
+		ca: ca, caKey: caKey}
+	if err := os.WriteFile(f.CAFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
 		return nil, err
 	}
-	ca := &CA{Cert: c, key: key, CertPEM: filepath.Join(dir, name+"-ca.pem")}
-	return ca, os.WriteFile(ca.CertPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	if err := f.Issue(cn); err != nil {
+		return nil, err
+	}
+	if _, err := keytool(); err == nil {
+		f.TrustStore, f.TrustStorePassword = filepath.Join(dir, "truststore.p12"), "changeit"
+		if err := KeytoolTrustStore(f.TrustStore, f.CAFile, "PKCS12", f.TrustStorePassword); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
-// Issue writes a server certificate for hosts (DNS names or IP addresses)
-// signed by the CA, and its key, as PEM files dir/<name>.pem and
-// dir/<name>.key.
-func (ca *CA) Issue(dir, name string, hosts ...string) (certFile, keyFile string, err error) {
+// Issue writes a new server certificate and key (named cn, for 127.0.0.1, ::1 and localhost) over CertFile and
+// KeyFile, each through a rename, as a certificate rotation does.
+func (f *TLSFiles) Issue(cn string) error { return f.IssueFor(cn, "127.0.0.1", "::1", "localhost") }
+
+// IssueFor is Issue for other hosts (DNS names or IP addresses).
+func (f *TLSFiles) IssueFor(cn string, hosts ...string) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return "", "", err
+		return err
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(7 * 24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
@@ -131,19 +153,26 @@ func (ca *CA) Issue(dir, name string, hosts ...string) (certFile, keyFile string
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, f.ca, &key.PublicKey, f.caKey)
 	if err != nil {
-		return "", "", err
+		return err
 	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	kb, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return "", "", err
+		return err
 	}
-	certFile, keyFile = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+".key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		return "", "", err
+	for file, data := range map[string][]byte{
+		f.CertFile: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		f.KeyFile:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}),
+	} {
+		if err := os.WriteFile(file+".new", data, 0o600); err != nil {
+			return err
+		}
+		if err := os.Rename(file+".new", file); err != nil {
+			return err
+		}
 	}
-	return certFile, keyFile, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600)
+	return nil
 }
 
 // ClientTLS is a Java client's TLS, as Hive's client is configured:
@@ -160,15 +189,4 @@ func (c ClientTLS) Args() []string {
 		out = append(out, "--conf", "metastore."+kv[0]+"="+kv[1], "--conf", "hive.metastore."+kv[0]+"="+kv[1])
 	}
 	return out
-}
-
-// NewListenerCert makes a CA in dir and a certificate of it for 127.0.0.1
-// and localhost (an hms-proxy TLS listener on loopback): the CA, and the
-// certificate's and key's PEM files.
-func NewListenerCert(dir string) (ca *CA, certFile, keyFile string, err error) {
-	if ca, err = NewCA(dir, "proxy"); err != nil {
-		return nil, "", "", err
-	}
-	certFile, keyFile, err = ca.Issue(dir, "hms-proxy", "127.0.0.1", "localhost")
-	return ca, certFile, keyFile, err
 }

@@ -19,15 +19,15 @@ import (
 
 // tlsListenerProps turns TLS on for every listener (the additional ones
 // inherit server.tls.*) with a certificate of a fresh CA for 127.0.0.1.
-func tlsListenerProps(t *testing.T, p map[string]string) (*testbed.CA, string) {
+func tlsListenerProps(t *testing.T, p map[string]string) (*testbed.TLSFiles, string) {
 	t.Helper()
 	dir := t.TempDir()
-	ca, cert, key, err := testbed.NewListenerCert(dir)
+	files, err := testbed.NewTLSFiles(dir, "hms-proxy")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p["server.tls.enabled"], p["server.tls.certificate-file"], p["server.tls.key-file"] = "true", cert, key
-	return ca, dir
+	p["server.tls.enabled"], p["server.tls.certificate-file"], p["server.tls.key-file"] = "true", files.CertFile, files.KeyFile
+	return files, dir
 }
 
 // The stock HiveMetaStoreClient 3.1.3 (JKS trust store) and 4.1.0 (PKCS#12
@@ -37,13 +37,13 @@ func tlsListenerProps(t *testing.T, p map[string]string) (*testbed.CA, string) {
 func TestTLSFrontDoorWithTheJavaClients(t *testing.T) {
 	needHive(t)
 	props := withHive4Frontend(t, twoCatalogs())
-	ca, dir := tlsListenerProps(t, props)
+	files, dir := tlsListenerProps(t, props)
 	p := proxytest.Start(t, props)
 	jks, p12 := filepath.Join(dir, "truststore.jks"), filepath.Join(dir, "truststore.p12")
-	if err := testbed.KeytoolTrustStore(jks, ca.CertPEM, "JKS", "changeit"); err != nil {
+	if err := testbed.KeytoolTrustStore(jks, files.CAFile, "JKS", "changeit"); err != nil {
 		t.Fatal(err)
 	}
-	if err := testbed.KeytoolTrustStore(p12, ca.CertPEM, "PKCS12", "changeit"); err != nil {
+	if err := testbed.KeytoolTrustStore(p12, files.CAFile, "PKCS12", "changeit"); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -71,12 +71,12 @@ func TestTLSFrontDoorWithTheJavaClients(t *testing.T) {
 	// A client trusting another CA: its handshake fails (Hive's client logs
 	// the PKIX error and its calls fail on the closed connection); the
 	// proxy logs and counts the refused handshake.
-	other, err := testbed.NewCA(dir, "other")
+	other, err := testbed.NewTLSFiles(t.TempDir(), "other")
 	if err != nil {
 		t.Fatal(err)
 	}
 	wrong := filepath.Join(dir, "wrong.jks")
-	if err := testbed.KeytoolTrustStore(wrong, other.CertPEM, "JKS", "changeit"); err != nil {
+	if err := testbed.KeytoolTrustStore(wrong, other.CAFile, "JKS", "changeit"); err != nil {
 		t.Fatal(err)
 	}
 	steps, err = testbed.RunScenario(testbed.Hive313, p.URI("primary"), "ddl",
@@ -150,12 +150,12 @@ func TestTLSToARealHive313Backend(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = direct.DropDatabase(ctx(t), db, true, true) })
 	// trusting another certificate
-	other, err := testbed.NewCA(dir, "other")
+	other, err := testbed.NewTLSFiles(t.TempDir(), "other")
 	if err != nil {
 		t.Fatal(err)
 	}
 	wrong := proxytest.Start(t, backend("catalog.catalog2.conf.hive.metastore.use.SSL=true",
-		"catalog.catalog2.conf.hive.metastore.truststore.path="+other.CertPEM))
+		"catalog.catalog2.conf.hive.metastore.truststore.path="+other.CAFile))
 	_, err = proxytest.Client(t, wrong.URI("primary")).GetDatabase(ctx(t), "catalog2__"+db)
 	metaErr(t, err, "catalog2", "not signed by any certificate of the trust store")
 	// plain Thrift to the TLS metastore: refused by it, and the call fails

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -22,7 +23,6 @@ import (
 	"syscall"
 	"time"
 
-	keystore "github.com/pavlo-v-chernykh/keystore-go/v4"
 	pkcs12 "software.sslmate.com/src/go-pkcs12"
 )
 
@@ -41,6 +41,7 @@ func (f File) String() string { return f.Key + "=" + f.Path }
 type stamp struct {
 	mod  time.Time
 	size int64
+	ino  uint64 // a rotation through a rename is a new file
 	err  string // the stat failed
 }
 
@@ -53,6 +54,9 @@ func stampsOf(files []File) []stamp {
 			continue
 		}
 		st[i] = stamp{mod: fi.ModTime(), size: fi.Size()}
+		if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+			st[i].ino = sys.Ino
+		}
 	}
 	return st
 }
@@ -184,12 +188,14 @@ const (
 	TypePEM    = "PEM"
 )
 
-// LoadTrustStore reads the trusted certificates of a trust store: a JKS or
-// PKCS#12 store (Java's keytool -importcert writes PKCS#12 since Java 9,
-// JKS before or with -storetype JKS) or PEM certificates. typ ("" = by the
-// content) must match the file when set; password is the store's
-// (checks the JKS digest, decrypts PKCS#12). Errors name the keys.
-func LoadTrustStore(path File, password string, typ File) (*TrustStore, error) {
+// LoadTrustStore reads the trusted certificates of a trust store: a JKS
+// (or JCEKS) or PKCS#12 store (Java's keytool -importcert writes PKCS#12
+// since Java 9, JKS before or with -storetype JKS) or PEM certificates. typ
+// ("" = by the content) must match the file when set; password is the
+// store's (checks the JKS digest, decrypts PKCS#12; empty skips the JKS
+// check, as Java's KeyStore.load does without one), passwordKey the key it
+// is set with. Errors name the keys.
+func LoadTrustStore(path File, password, passwordKey string, typ File) (*TrustStore, error) {
 	data, err := os.ReadFile(path.Path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -204,27 +210,12 @@ func LoadTrustStore(path File, password string, typ File) (*TrustStore, error) {
 	var certs []*x509.Certificate
 	switch found {
 	case TypeJKS:
-		ks := keystore.New()
-		if err := ks.Load(bytes.NewReader(data), []byte(password)); err != nil {
-			return nil, fmt.Errorf("%s: cannot read the JKS store (is the password right?): %w", path, err)
-		}
-		for _, alias := range ks.Aliases() {
-			if !ks.IsTrustedCertificateEntry(alias) {
-				continue
-			}
-			e, err := ks.GetTrustedCertificateEntry(alias)
-			if err != nil {
-				return nil, fmt.Errorf("%s: entry %s: %w", path, alias, err)
-			}
-			c, err := x509.ParseCertificate(e.Certificate.Content)
-			if err != nil {
-				return nil, fmt.Errorf("%s: entry %s: %w", path, alias, err)
-			}
-			certs = append(certs, c)
+		if certs, err = readJKS(data, password, passwordKey); err != nil {
+			return nil, fmt.Errorf("%s: cannot read the JKS store: %w", path, err)
 		}
 	case TypePKCS12:
 		if certs, err = pkcs12.DecodeTrustStore(data, password); err != nil {
-			return nil, fmt.Errorf("%s: cannot read the PKCS#12 store (is the password right? a trust store holds trusted certificates, as keytool -importcert writes them): %w", path, err)
+			return nil, fmt.Errorf("%s: cannot read the PKCS#12 store (wrong %s? a trust store holds trusted certificates, as keytool -importcert writes them): %w", path, passwordKey, err)
 		}
 	case TypePEM:
 		for rest := data; ; {
@@ -254,7 +245,7 @@ func LoadTrustStore(path File, password string, typ File) (*TrustStore, error) {
 
 func formatOf(data []byte) string {
 	switch {
-	case len(data) >= 4 && data[0] == 0xFE && data[1] == 0xED && data[2] == 0xFE && data[3] == 0xED:
+	case len(data) >= 4 && (binary.BigEndian.Uint32(data) == 0xFEEDFEED || binary.BigEndian.Uint32(data) == 0xCECECECE): // JKS, JCEKS
 		return TypeJKS
 	case bytes.Contains(data, []byte("-----BEGIN ")):
 		return TypePEM
@@ -277,12 +268,12 @@ type Dialer struct {
 
 // NewDialer reads the trust store (nil path: plain TCP); changed, when set,
 // is told the outcome of every later reading of a changed store.
-func NewDialer(d *net.Dialer, path File, password string, typ File, changed func(error)) (*Dialer, error) {
+func NewDialer(d *net.Dialer, path File, password, passwordKey string, typ File, changed func(error)) (*Dialer, error) {
 	out := &Dialer{Net: d, HandshakeTimeout: 30 * time.Second}
 	if path.Path == "" {
 		return out, nil
 	}
-	w, err := newWatched([]File{path}, func() (*TrustStore, error) { return LoadTrustStore(path, password, typ) })
+	w, err := newWatched([]File{path}, func() (*TrustStore, error) { return LoadTrustStore(path, password, passwordKey, typ) })
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package tlsconf
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -13,42 +12,45 @@ import (
 	"testing"
 	"time"
 
-	keystore "github.com/pavlo-v-chernykh/keystore-go/v4"
-	pkcs12 "software.sslmate.com/src/go-pkcs12"
-
 	"github.com/hms-proxy/hms-proxy/testbed"
 )
 
 // issuer is a test CA (the test bed's).
 type issuer struct {
-	*testbed.CA
-	t   *testing.T
-	dir string
+	*testbed.TLSFiles
+	Cert *x509.Certificate
 }
 
 func newCA(t *testing.T, name string) *issuer {
 	t.Helper()
-	dir := t.TempDir()
-	ca, err := testbed.NewCA(dir, name)
+	files, err := testbed.NewTLSFiles(t.TempDir(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &issuer{CA: ca, t: t, dir: dir}
+	b, err := os.ReadFile(files.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(b)
+	c, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &issuer{TLSFiles: files, Cert: c}
 }
 
 // leaf issues a server certificate for hosts; PEM of the certificate and
 // its key.
 func (ca *issuer) leaf(t *testing.T, cn string, hosts ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
-	cf, kf, err := ca.Issue(ca.dir, cn, hosts...)
+	if err := ca.IssueFor(cn, hosts...); err != nil {
+		t.Fatal(err)
+	}
+	c, err := os.ReadFile(ca.CertFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := os.ReadFile(cf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := os.ReadFile(kf)
+	k, err := os.ReadFile(ca.KeyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +154,9 @@ func TestServerCertErrorsNameTheKeyAndFile(t *testing.T) {
 	}
 }
 
-// A trust store is read as keytool writes it (JKS, PKCS#12) or as PEM; the
-// password is checked; a declared type must match the file.
+// A trust store is read as keytool writes it (JKS, PKCS#12, written here by
+// the JDK's keytool) or as PEM; the password is checked; a declared type
+// must match the file.
 func TestTrustStoreFormats(t *testing.T) {
 	dir := t.TempDir()
 	ca := newCA(t, "trusted-ca")
@@ -161,46 +164,38 @@ func TestTrustStoreFormats(t *testing.T) {
 		return File{"catalog.c.conf.hive.metastore.truststore.path", filepath.Join(dir, n)}
 	}
 	typ := func(v string) File { return File{"catalog.c.conf.hive.metastore.truststore.type", v} }
-	// PEM
+	const pwKey = "catalog.c.conf.hive.metastore.truststore.password"
 	write(t, path("ts.pem").Path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw}), 0)
-	// JKS
-	ks := keystore.New()
-	if err := ks.SetTrustedCertificateEntry("ca", keystore.TrustedCertificateEntry{CreationTime: time.Now(),
-		Certificate: keystore.Certificate{Type: "X509", Content: ca.Cert.Raw}}); err != nil {
-		t.Fatal(err)
+	for name, storeType := range map[string]string{"ts.jks": "JKS", "ts.p12": "PKCS12"} {
+		if err := testbed.KeytoolTrustStore(path(name).Path, ca.CAFile, storeType, "changeit"); err != nil {
+			t.Skipf("keytool: %v", err)
+		}
 	}
-	var jks bytes.Buffer
-	if err := ks.Store(&jks, []byte("changeit")); err != nil {
-		t.Fatal(err)
-	}
-	write(t, path("ts.jks").Path, jks.Bytes(), 0)
-	// PKCS#12 (as Java 9+ keytool writes by default: AES-256 and SHA-256)
-	p12, err := pkcs12.Modern.EncodeTrustStore([]*x509.Certificate{ca.Cert}, "changeit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, path("ts.p12").Path, p12, 0)
 	for _, name := range []string{"ts.pem", "ts.jks", "ts.p12"} {
-		ts, err := LoadTrustStore(path(name), "changeit", typ(""))
-		if err != nil || len(ts.Certs) != 1 || ts.Certs[0].Subject.CommonName != "trusted-ca test CA" {
+		ts, err := LoadTrustStore(path(name), "changeit", pwKey, typ(""))
+		if err != nil || len(ts.Certs) != 1 || !ts.Certs[0].Equal(ca.Cert) {
 			t.Errorf("%s: %v %v", name, ts, err)
 		}
+	}
+	// Java reads a JKS store without a password, skipping its digest
+	if ts, err := LoadTrustStore(path("ts.jks"), "", pwKey, typ("")); err != nil || len(ts.Certs) != 1 {
+		t.Errorf("JKS without a password: %v", err)
 	}
 	for _, tc := range []struct {
 		name, file, password, typ, want string
 	}{
-		{"JKS wrong password", "ts.jks", "nope", "", "is the password right"},
-		{"PKCS12 wrong password", "ts.p12", "nope", "", "is the password right"},
+		{"JKS wrong password", "ts.jks", "nope", "", "tampered with, or " + pwKey + " is wrong"},
+		{"PKCS12 wrong password", "ts.p12", "nope", "", "wrong " + pwKey},
 		{"declared type differs", "ts.jks", "changeit", "PKCS12", "the file is a JKS store, not PKCS12 (catalog.c.conf.hive.metastore.truststore.type=PKCS12)"},
 		{"missing file", "nope.jks", "changeit", "", "no such file"},
 	} {
-		_, err := LoadTrustStore(path(tc.file), tc.password, typ(tc.typ))
+		_, err := LoadTrustStore(path(tc.file), tc.password, pwKey, typ(tc.typ))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "catalog.c.conf.hive.metastore.truststore.path="+path(tc.file).Path) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
 	write(t, path("empty.pem").Path, []byte("-----BEGIN NOTHING-----\n-----END NOTHING-----\n"), 0)
-	if _, err := LoadTrustStore(path("empty.pem"), "", typ("")); err == nil || !strings.Contains(err.Error(), "holds no trusted certificate") {
+	if _, err := LoadTrustStore(path("empty.pem"), "", pwKey, typ("")); err == nil || !strings.Contains(err.Error(), "holds no trusted certificate") {
 		t.Errorf("empty store: %v", err)
 	}
 }
@@ -244,7 +239,7 @@ func TestDialerRefusesAWrongCertificate(t *testing.T) {
 	trusted, other := newCA(t, "trusted"), newCA(t, "other")
 	tsFile := File{"catalog.c.conf.hive.metastore.truststore.path", filepath.Join(dir, "ts.pem")}
 	write(t, tsFile.Path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: trusted.Cert.Raw}), 0)
-	d, err := NewDialer(&net.Dialer{Timeout: 5 * time.Second}, tsFile, "", File{}, nil)
+	d, err := NewDialer(&net.Dialer{Timeout: 5 * time.Second}, tsFile, "", "", File{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,12 +29,13 @@ func TestKerberosInsideTLS(t *testing.T) {
 	if err := testbed.KeytoolTrustStore(backendTrust, ks.CertPEM, "PKCS12", "changeit"); err != nil {
 		t.Fatal(err)
 	}
-	ca, cert, key, err := testbed.NewListenerCert(dir)
+	files, err := testbed.NewTLSFiles(t.TempDir(), "hms-proxy")
 	if err != nil {
 		t.Fatal(err)
 	}
+	cert, key := files.CertFile, files.KeyFile
 	clientTrust := filepath.Join(dir, "proxy-trust.jks")
-	if err := testbed.KeytoolTrustStore(clientTrust, ca.CertPEM, "JKS", "changeit"); err != nil {
+	if err := testbed.KeytoolTrustStore(clientTrust, files.CAFile, "JKS", "changeit"); err != nil {
 		t.Fatal(err)
 	}
 	p := proxytest.Start(t, federation(t,
