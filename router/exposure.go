@@ -58,7 +58,7 @@ var tableNameLists = map[string]bool{
 // value a view of the message.
 type nameSpan struct {
 	role  wire.Role
-	owner int
+	owner int32
 	st    string // the struct holding the field
 	field int16
 	elem  bool

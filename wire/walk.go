@@ -226,15 +226,17 @@ func (c *Compiler) fieldPlan(owner string, f *thriftgen.Field) (*fieldPlan, erro
 // Span is one role string found by Walk: B[Start:End] is the whole encoded
 // string including its 4-byte length; Val is its content.
 type Span struct {
-	Role       Role
 	Start, End int
 	Val        []byte
 	Path       *Plan // the struct holding the field
-	FieldID    int16
 	// Owner identifies the struct value holding the field: the offset of
 	// its first field header (spans of one struct value share it, so
 	// fields of one value can be paired, e.g. a table with its database).
-	Owner int
+	// 32 bits keep the span (and the walker each walk allocates) as small
+	// as before it existed; a message past 2 GiB is refused long before.
+	Owner   int32
+	FieldID int16
+	Role    Role
 	// Elem: the string is an element of a list or set field.
 	Elem bool
 }
@@ -272,13 +274,13 @@ type walker struct {
 	visit Visitor
 	span  Span
 	base  int
-	owner int  // where the struct value being walked starts
-	elem  bool // strings being walked are list or set elements
+	owner int32 // where the struct value being walked starts
+	elem  bool  // strings being walked are list or set elements
 }
 
 func (w *walker) emit(role Role, start, end int, val []byte, p *Plan, id int16) error {
 	w.span = Span{Role: role, Start: start - w.base, End: end - w.base, Val: val, Path: p, FieldID: id,
-		Owner: w.owner - w.base, Elem: w.elem}
+		Owner: w.owner - int32(w.base), Elem: w.elem}
 	return w.visit.Visit(&w.span)
 }
 
@@ -286,7 +288,7 @@ func (w *walker) emit(role Role, start, end int, val []byte, p *Plan, id int16) 
 // spans of its own fields.
 func (b *Buf) walkStruct(p *Plan, w *walker, depth int) error {
 	owner := w.owner
-	w.owner = b.Pos
+	w.owner = int32(b.Pos)
 	err := b.walkFields(p, w, depth)
 	w.owner = owner
 	return err
