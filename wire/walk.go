@@ -233,7 +233,8 @@ type Span struct {
 	// its first field header (spans of one struct value share it, so
 	// fields of one value can be paired, e.g. a table with its database).
 	// 32 bits keep the span (and the walker each walk allocates) as small
-	// as before it existed; a message past 2 GiB is refused long before.
+	// as before it existed (an offset past 2 GiB would wrap: far beyond any
+	// server.max-message-size in use; Thrift frames themselves are 32-bit).
 	Owner   int32
 	FieldID int16
 	Role    Role
