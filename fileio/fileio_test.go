@@ -1,0 +1,331 @@
+package fileio_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/colinmarc/hdfs/v2"
+	krbclient "github.com/jcmturner/gokrb5/v8/client"
+	krbconfig "github.com/jcmturner/gokrb5/v8/config"
+	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/hms-proxy/hms-proxy/fileio"
+	"github.com/hms-proxy/hms-proxy/testbed"
+)
+
+// Real servers, started once for the package: s3proxy, a plain HDFS mini cluster and a Kerberized one (with the
+// test bed's MIT KDC). The proxy's own principal hmsproxy is an HDFS proxy user on both clusters.
+var (
+	s3srv      *testbed.S3
+	plainHDFS  *testbed.HDFS
+	kdc        *testbed.KDC
+	krbHDFS    *testbed.HDFS
+	proxyKT    string // keytab of hmsproxy@REALM
+	startupErr error
+)
+
+const proxyUser = "hmsproxy"
+
+func TestMain(m *testing.M) {
+	if os.Getenv("HMS_PROXY_SKIP_REAL_HIVE") == "1" {
+		fmt.Println("fileio: HMS_PROXY_SKIP_REAL_HIVE=1, real storage tests skipped")
+		os.Exit(m.Run())
+	}
+	proxyConf := []string{"hadoop.proxyuser." + proxyUser + ".hosts=*", "hadoop.proxyuser." + proxyUser + ".groups=*"}
+	var wg sync.WaitGroup
+	var errS3, errPlain, errKrb error
+	wg.Add(3)
+	go func() { defer wg.Done(); s3srv, errS3 = testbed.StartS3() }()
+	go func() { defer wg.Done(); plainHDFS, errPlain = testbed.StartHDFS(testbed.HDFSOptions{Conf: proxyConf}) }()
+	go func() {
+		defer wg.Done()
+		if kdc, errKrb = testbed.StartKDC(testbed.KDCOptions{}); errKrb != nil {
+			return
+		}
+		if proxyKT, errKrb = kdc.PrincipalKeytab("hmsproxy.keytab", proxyUser, "alice"); errKrb != nil {
+			return
+		}
+		krbHDFS, errKrb = testbed.StartHDFS(testbed.HDFSOptions{Kerberos: &testbed.HDFSKerberos{KDC: kdc}, Conf: proxyConf})
+	}()
+	wg.Wait()
+	startupErr = errors.Join(errS3, errPlain, errKrb)
+	code := m.Run()
+	for _, h := range []*testbed.HDFS{plainHDFS, krbHDFS} {
+		if h != nil {
+			h.Stop()
+		}
+	}
+	if s3srv != nil {
+		s3srv.Stop()
+	}
+	if kdc != nil {
+		kdc.Stop()
+	}
+	os.Exit(code)
+}
+
+func need(t *testing.T) {
+	t.Helper()
+	if os.Getenv("HMS_PROXY_SKIP_REAL_HIVE") == "1" {
+		t.Skip("HMS_PROXY_SKIP_REAL_HIVE=1")
+	}
+	if startupErr != nil {
+		t.Fatalf("starting the storage servers: %v", startupErr)
+	}
+}
+
+// backend is one storage the tests run on.
+type backend struct {
+	name string
+	root string // a location folder unique to the test
+	r    *fileio.Resolver
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+func newResolver(t *testing.T, conf map[string]string, impersonate bool, mid func(string)) *fileio.Resolver {
+	t.Helper()
+	o := fileio.Options{Catalogs: []fileio.Catalog{{Name: "c", Conf: conf, Impersonate: impersonate}}, MidWrite: mid}
+	if conf["hadoop.security.authentication"] == "kerberos" {
+		o.ClientPrincipal, o.ClientKeytab, o.Krb5Conf = kdc.Principal(proxyUser), proxyKT, kdc.Krb5Conf
+	}
+	r, err := fileio.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+var bucketOnce sync.Once
+
+func s3Bucket(t *testing.T) {
+	t.Helper()
+	bucketOnce.Do(func() {
+		c := s3Admin(t)
+		if err := c.MakeBucket(ctx(t), "warehouse", minio.MakeBucketOptions{}); err != nil {
+			t.Fatalf("make bucket: %v", err)
+		}
+	})
+}
+
+func s3Admin(t *testing.T) *minio.Client {
+	c, err := minio.New(strings.TrimPrefix(s3srv.Endpoint, "http://"), &minio.Options{
+		Creds: credentials.NewStaticV4(s3srv.AccessKey, s3srv.SecretKey, ""), BucketLookup: minio.BucketLookupPath, Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func backends(t *testing.T) []backend {
+	need(t)
+	s3Bucket(t)
+	id := strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-") + fmt.Sprint(time.Now().UnixNano())
+	return []backend{
+		{"local", "file:" + t.TempDir() + "/" + id, newResolver(t, nil, false, nil)},
+		{"s3", "s3://warehouse/" + id, newResolver(t, s3srv.Conf(), false, nil)},
+		{"s3a", "s3a://warehouse/a-" + id, newResolver(t, s3srv.Conf(), false, nil)},
+		{"hdfs", plainHDFS.URI + "/" + id, newResolver(t, plainHDFS.ClientConf(), false, nil)},
+		{"hdfs-kerberos", "hdfs:///" + id, newResolver(t, krbHDFS.ClientConf(), false, nil)},
+	}
+}
+
+func readAll(t *testing.T, io_ fileio.IO, loc string) []byte {
+	t.Helper()
+	r, err := io_.Open(ctx(t), loc)
+	if err != nil {
+		t.Fatalf("open %s: %v", loc, err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("read %s: %v", loc, err)
+	}
+	return b
+}
+
+func list(t *testing.T, io_ fileio.IO, dir string) []string {
+	t.Helper()
+	var out []string
+	if err := io_.List(ctx(t), dir, func(f fileio.File) error { out = append(out, f.Location); return nil }); err != nil &&
+		!fileio.IsNotExist(err) {
+		t.Fatalf("list %s: %v", dir, err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Create, read back, refuse to replace, list, delete: the same contract on every file system.
+func TestFileContract(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			loc := b.root + "/metadata/00001-a.metadata.json"
+			fs, err := b.r.For("c", loc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := bytes.Repeat([]byte(`{"format-version":2}`), 4000) // 80 kB: more than one HDFS packet
+			if err := fs.Create(ctx(t), loc, data); err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			if got := readAll(t, fs, loc); !bytes.Equal(got, data) {
+				t.Fatalf("read back %d bytes, wrote %d", len(got), len(data))
+			}
+			if err := fs.Create(ctx(t), loc, []byte("other")); !errors.Is(err, fileio.ErrExist) {
+				t.Fatalf("a second create of the same name: want ErrExist, got %v", err)
+			}
+			if got := readAll(t, fs, loc); !bytes.Equal(got, data) {
+				t.Fatal("the refused create changed the file")
+			}
+			other := b.root + "/data/part-0.parquet"
+			if err := fs.Create(ctx(t), other, []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			got := list(t, fs, b.root)
+			if len(got) != 2 || !strings.HasSuffix(got[0], "/data/part-0.parquet") || !strings.HasSuffix(got[1], "/metadata/00001-a.metadata.json") {
+				t.Fatalf("list %s: %v (no temporary files, no folders)", b.root, got)
+			}
+			if _, err := fs.Open(ctx(t), b.root+"/metadata/missing.json"); !errors.Is(err, fileio.ErrNotExist) {
+				t.Fatalf("open of a missing file: want ErrNotExist, got %v", err)
+			}
+			if err := fs.Delete(ctx(t), loc); err != nil {
+				t.Fatalf("delete: %v", err)
+			}
+			if _, err := fs.Open(ctx(t), loc); !errors.Is(err, fileio.ErrNotExist) {
+				t.Fatalf("open after delete: want ErrNotExist, got %v", err)
+			}
+		})
+	}
+}
+
+// RemoveTree deletes a table folder below an allowed root, refuses one outside it, and reports a missing one.
+func TestRemoveTree(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			fs, err := b.r.For("c", b.root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			root, dir, keep := b.root+"/ext", b.root+"/ext/t1", b.root+"/ext/t10/keep"
+			for i := 0; i < 5; i++ {
+				if err := fs.Create(ctx(t), fmt.Sprintf("%s/p=%d/f%d", dir, i%2, i), []byte("data")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := fs.Create(ctx(t), keep, []byte("neighbour")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fs.RemoveTree(ctx(t), b.root+"/other", dir); err == nil {
+				t.Fatal("RemoveTree below another root: want an error")
+			}
+			n, err := fs.RemoveTree(ctx(t), root, dir)
+			if err != nil {
+				t.Fatalf("RemoveTree: %v", err)
+			}
+			if n != 5 && n != -1 {
+				t.Fatalf("RemoveTree deleted %d files, want 5", n)
+			}
+			if got := list(t, fs, root); len(got) != 1 || !strings.HasSuffix(got[0], "/ext/t10/keep") {
+				t.Fatalf("after RemoveTree %s: %v (the neighbour t10 must stay)", dir, got)
+			}
+			if _, err := fs.RemoveTree(ctx(t), root, dir); !errors.Is(err, fileio.ErrNotExist) {
+				t.Fatalf("RemoveTree of a missing folder: want ErrNotExist, got %v", err)
+			}
+		})
+	}
+}
+
+// hdfsAdmin is a client of the cluster as its superuser (hdfs), for checks.
+func hdfsAdmin(t *testing.T, h *testbed.HDFS) *hdfs.Client {
+	t.Helper()
+	o := hdfs.ClientOptions{Addresses: []string{strings.TrimPrefix(h.URI, "hdfs://")}, User: "hdfs"}
+	if h.Kerberos != nil {
+		kt, err := keytab.Load(filepath.Join(h.Dir, "hdfs.keytab"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := krbconfig.Load(kdc.Krb5Conf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := krbclient.NewWithKeytab("hdfs/localhost", kdc.Realm, kt, cfg, krbclient.DisablePAFXFAST(true))
+		if err := cl.Login(); err != nil {
+			t.Fatal(err)
+		}
+		o.KerberosClient, o.KerberosServicePrincipleName, o.DataTransferProtection = cl, "hdfs/localhost", "authentication"
+	}
+	c, err := hdfs.NewClient(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// With impersonation on, files are created as the request's user (the proxy's principal is an HDFS proxy user);
+// without it, or without a user, as the proxy.
+func TestHDFSImpersonation(t *testing.T) {
+	need(t)
+	t.Setenv("HADOOP_USER_NAME", proxyUser)
+	for _, h := range []*testbed.HDFS{plainHDFS, krbHDFS} {
+		name := "plain"
+		if h.Kerberos != nil {
+			name = "kerberos"
+		}
+		t.Run(name, func(t *testing.T) {
+			admin := hdfsAdmin(t, h)
+			dir := fmt.Sprintf("/imp-%d", time.Now().UnixNano())
+			imp := newResolver(t, h.ClientConf(), true, nil)
+			fs, _ := imp.For("c", h.URI)
+			if err := fs.Create(fileio.WithUser(ctx(t), "alice"), h.URI+dir+"/a.json", []byte("a")); err != nil {
+				t.Fatalf("create as alice: %v", err)
+			}
+			if err := fs.Create(ctx(t), h.URI+dir+"/proxy.json", []byte("p")); err != nil {
+				t.Fatalf("create without a user: %v", err)
+			}
+			off := newResolver(t, h.ClientConf(), false, nil)
+			fs2, _ := off.For("c", h.URI)
+			if err := fs2.Create(fileio.WithUser(ctx(t), "alice"), h.URI+dir+"/off.json", []byte("o")); err != nil {
+				t.Fatalf("create with impersonation off: %v", err)
+			}
+			for file, want := range map[string]string{"a.json": "alice", "proxy.json": proxyUser, "off.json": proxyUser} {
+				fi, err := admin.Stat(dir + "/" + file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := fi.(*hdfs.FileInfo).Owner(); got != want {
+					t.Errorf("owner of %s = %q, want %q", file, got, want)
+				}
+			}
+		})
+	}
+}
+
+// A proxy principal that is not an HDFS proxy user is refused by the NameNode, with its reason.
+func TestHDFSImpersonationRefused(t *testing.T) {
+	need(t)
+	t.Setenv("HADOOP_USER_NAME", "nobody-proxy")
+	r := newResolver(t, plainHDFS.ClientConf(), true, nil)
+	fs, _ := r.For("c", plainHDFS.URI)
+	err := fs.Create(fileio.WithUser(ctx(t), "alice"), plainHDFS.URI+fmt.Sprintf("/refused-%d/a.json", time.Now().UnixNano()), []byte("a"))
+	if err == nil || !strings.Contains(err.Error(), "mpersonat") && !strings.Contains(err.Error(), "AuthorizationException") {
+		t.Fatalf("impersonation by a principal that is no proxy user: want the NameNode's refusal, got %v", err)
+	}
+}

@@ -1,0 +1,538 @@
+package testbed
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The storage servers of the test bed: a real S3 API (s3proxy over a local folder) and a real HDFS (Hadoop's mini
+// cluster: one NameNode and one DataNode in a JVM), plain or Kerberized with the test bed's MIT KDC. Their jars come
+// from Maven Central through testbed/bin/prepare-storage.sh into the cache.
+
+var storagePrepare struct {
+	sync.Mutex
+	done map[string]bool
+}
+
+// prepareStorage builds the named server's jars into the cache once per process.
+func prepareStorage(name string) (string, error) {
+	if skipped() {
+		return "", ErrSkip
+	}
+	storagePrepare.Lock()
+	defer storagePrepare.Unlock()
+	dir := filepath.Join(Cache(), "storage", name)
+	if storagePrepare.done[name] {
+		return resolved(dir), nil
+	}
+	script := filepath.Join(repoRoot(), "testbed", "bin", "prepare-storage.sh")
+	cmd := exec.Command("bash", script, name)
+	cmd.Env = append(os.Environ(), "HMS_PROXY_CACHE="+Cache())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("testbed: %s %s failed (%v):\n%s", script, name, err, tail(out.String(), 30))
+	}
+	if storagePrepare.done == nil {
+		storagePrepare.done = map[string]bool{}
+	}
+	storagePrepare.done[name] = true
+	return resolved(dir), nil
+}
+
+// storageJVM are the flags of the storage servers' JVMs: small heaps, the serial collector, C1 only.
+var storageJVM = []string{"-Xms32m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"}
+
+// S3 is one s3proxy server on 127.0.0.1:Port with static credentials, its objects under Dir/data.
+type S3 struct {
+	Port      int
+	Endpoint  string // http://127.0.0.1:PORT
+	AccessKey string
+	SecretKey string
+	Dir       string
+
+	mu   sync.Mutex
+	proc *jvm
+	lib  string
+}
+
+// StartS3 starts s3proxy (filesystem backend, path-style, aws-v2-or-v4 signatures) and waits until it answers.
+func StartS3() (*S3, error) {
+	lib, err := prepareStorage("s3proxy")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(runRoot(), 0o755); err != nil {
+		return nil, fmt.Errorf("testbed: %w", err)
+	}
+	sweepRunDirs()
+	dir, err := os.MkdirTemp(runRoot(), "s3proxy-")
+	if err != nil {
+		return nil, fmt.Errorf("testbed: %w", err)
+	}
+	if err := writeOwner(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		return nil, err
+	}
+	s := &S3{Dir: dir, AccessKey: "hmsbed-access-" + runID[:8], SecretKey: "hmsbed-secret-" + runID, lib: lib}
+	var lastErr error
+	for attempt := 0; attempt < 4; attempt++ {
+		if s.Port, err = FreePort(); err != nil {
+			return nil, err
+		}
+		s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", s.Port)
+		if lastErr = s.Start(); lastErr == nil {
+			return s, nil
+		}
+		if !errors.Is(lastErr, errPortTaken) {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+// StartS3T starts s3proxy for a test; t.Cleanup stops it.
+func StartS3T(t testing.TB) *S3 {
+	t.Helper()
+	skipIfRequested(t)
+	s, err := StartS3()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		if !t.Failed() {
+			os.RemoveAll(s.Dir)
+		} else {
+			t.Logf("s3proxy folder kept: %s", s.Dir)
+		}
+	})
+	return s
+}
+
+func (s *S3) logPath() string { return filepath.Join(s.Dir, "s3proxy.log") }
+
+// Start starts the server (again, after Stop: same port, same objects).
+func (s *S3) Start() error {
+	props := strings.Join([]string{
+		"s3proxy.endpoint=" + s.Endpoint,
+		"s3proxy.authorization=aws-v2-or-v4",
+		"s3proxy.identity=" + s.AccessKey,
+		"s3proxy.credential=" + s.SecretKey,
+		// AWS SDKs of 2025 on send x-amz-checksum-* headers s3proxy 2.6.0 does not know
+		"s3proxy.ignore-unknown-headers=true",
+		// filesystem, not filesystem-nio2 (see shared/research/storage-facts.md)
+		"jclouds.provider=filesystem",
+		"jclouds.filesystem.basedir=" + filepath.Join(s.Dir, "data"),
+	}, "\n") + "\n"
+	propsPath := filepath.Join(s.Dir, "s3proxy.properties")
+	if err := os.WriteFile(propsPath, []byte(props), 0o600); err != nil {
+		return err
+	}
+	java, err := javaBin()
+	if err != nil {
+		return err
+	}
+	args := append(append([]string{}, storageJVM...), "-D"+RunProperty+"="+runID,
+		"-cp", filepath.Join(s.lib, "lib", "*"), "org.gaul.s3proxy.Main", "--properties", propsPath)
+	return s.launch(java, args)
+}
+
+func (s *S3) launch(java string, args []string) error {
+	logf, err := os.OpenFile(s.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	offset, _ := logf.Seek(0, 2)
+	cmd := exec.Command(java, args...)
+	cmd.Dir = s.Dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	p, err := startJVM(cmd)
+	logf.Close()
+	if err != nil {
+		return fmt.Errorf("testbed: starting s3proxy: %w", err)
+	}
+	deadline := time.Now().Add(startTimeout())
+	for {
+		since := logSince(s.logPath(), offset)
+		if p.exited() || strings.Contains(since, "Address already in use") {
+			p.stop(5 * time.Second)
+			if strings.Contains(since, "Address already in use") {
+				return errPortTaken
+			}
+			return fmt.Errorf("testbed: s3proxy exited during start-up (%v):\n%s", p.err, tail(since, 30))
+		}
+		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.Port), time.Second); err == nil {
+			c.Close()
+			if owner, oerr := listeningOwner(s.Port, p.cmd.Process.Pid); oerr == nil && owner {
+				s.mu.Lock()
+				s.proc = p
+				s.mu.Unlock()
+				return nil
+			} else if oerr == nil {
+				p.stop(5 * time.Second)
+				return errPortTaken
+			}
+		}
+		if time.Now().After(deadline) {
+			p.stop(5 * time.Second)
+			return fmt.Errorf("testbed: s3proxy on port %d did not listen within %v:\n%s", s.Port, startTimeout(), tail(since, 30))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Stop kills the server at once (SIGKILL: a storage outage, not a shutdown). Idempotent.
+func (s *S3) Stop() {
+	s.mu.Lock()
+	p := s.proc
+	s.proc = nil
+	s.mu.Unlock()
+	if p != nil {
+		p.stop(0)
+	}
+}
+
+// Conf returns the catalog conf keys (fs.s3a.*) for this server.
+func (s *S3) Conf() map[string]string {
+	return map[string]string{
+		"fs.s3a.endpoint":          s.Endpoint,
+		"fs.s3a.endpoint.region":   "us-east-1",
+		"fs.s3a.path.style.access": "true",
+		"fs.s3a.access.key":        s.AccessKey,
+		"fs.s3a.secret.key":        s.SecretKey,
+	}
+}
+
+// Files lists the objects of bucket whose keys start with prefix, as stored on the server's disk (s3proxy's
+// filesystem backend keeps one file per object; its folder entries are not objects).
+func (s *S3) Files(bucket, prefix string) ([]string, error) {
+	root := filepath.Join(s.Dir, "data", bucket)
+	var out []string
+	err := filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		if info.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		if strings.HasPrefix(rel, prefix) {
+			out = append(out, rel)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out, err
+}
+
+// HDFS is one mini cluster (a NameNode and a DataNode) on loopback. URI is hdfs://127.0.0.1:Port.
+type HDFS struct {
+	Port     int
+	URI      string
+	Dir      string
+	Kerberos *HDFSKerberos
+
+	ports []int // NameNode RPC, NameNode HTTP, DataNode data, DataNode HTTP, DataNode IPC
+	conf  []string
+	lib   string
+
+	mu   sync.Mutex
+	proc *jvm
+}
+
+// HDFSOptions configure StartHDFS.
+type HDFSOptions struct {
+	// Kerberos makes the cluster Kerberized (NameNode and DataNode principals, block tokens, SASL data transfer).
+	Kerberos *HDFSKerberos
+	// Conf are more Hadoop settings (key=value), e.g. hadoop.proxyuser.<user>.hosts/groups.
+	Conf []string
+}
+
+// HDFSKerberos are the settings of a Kerberized cluster. StartHDFS creates the service principals
+// hdfs/localhost and HTTP/localhost in KDC.
+type HDFSKerberos struct {
+	KDC *KDC
+	// DataTransferProtection is dfs.data.transfer.protection (default authentication).
+	DataTransferProtection string
+	// RPCProtection is hadoop.rpc.protection (default authentication).
+	RPCProtection string
+
+	// Principal is the NameNode's (and DataNode's) principal, set by StartHDFS.
+	Principal string
+	keytab    string
+}
+
+// StartHDFS starts a mini cluster and waits until its DataNode has registered.
+func StartHDFS(o HDFSOptions) (*HDFS, error) {
+	lib, err := prepareStorage("hdfs")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(runRoot(), 0o755); err != nil {
+		return nil, fmt.Errorf("testbed: %w", err)
+	}
+	sweepRunDirs()
+	dir, err := os.MkdirTemp(runRoot(), "hdfs-")
+	if err != nil {
+		return nil, fmt.Errorf("testbed: %w", err)
+	}
+	if err := writeOwner(dir); err != nil {
+		return nil, err
+	}
+	h := &HDFS{Dir: dir, Kerberos: o.Kerberos, lib: lib, conf: o.Conf}
+	if k := o.Kerberos; k != nil {
+		if k.KDC == nil {
+			return nil, errors.New("testbed: a Kerberized HDFS needs a KDC")
+		}
+		if k.keytab, err = k.KDC.PrincipalKeytab(filepath.Join(dir, "hdfs.keytab"), "hdfs/localhost", "HTTP/localhost"); err != nil {
+			return nil, err
+		}
+		k.Principal = k.KDC.Principal("hdfs/localhost")
+	}
+	var lastErr error
+	for attempt := 0; attempt < 4; attempt++ {
+		h.ports = h.ports[:0]
+		for i := 0; i < 5; i++ {
+			p, err := FreePort()
+			if err != nil {
+				return nil, err
+			}
+			h.ports = append(h.ports, p)
+		}
+		h.Port = h.ports[0]
+		h.URI = fmt.Sprintf("hdfs://127.0.0.1:%d", h.Port)
+		if lastErr = h.start(true); lastErr == nil {
+			return h, nil
+		}
+		if !errors.Is(lastErr, errPortTaken) {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+// StartHDFST starts a mini cluster for a test; t.Cleanup stops it.
+func StartHDFST(t testing.TB, o HDFSOptions) *HDFS {
+	t.Helper()
+	skipIfRequested(t)
+	h, err := StartHDFS(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.Stop()
+		if !t.Failed() {
+			os.RemoveAll(h.Dir)
+		} else {
+			t.Logf("HDFS folder kept: %s (log %s)", h.Dir, h.logPath())
+		}
+	})
+	return h
+}
+
+func (h *HDFS) logPath() string { return filepath.Join(h.Dir, "hdfs.log") }
+
+// serverConf returns the cluster's settings.
+func (h *HDFS) serverConf() []string {
+	c := []string{
+		"dfs.datanode.address=127.0.0.1:" + strconv.Itoa(h.ports[2]),
+		"dfs.datanode.http.address=127.0.0.1:" + strconv.Itoa(h.ports[3]),
+		"dfs.datanode.ipc.address=127.0.0.1:" + strconv.Itoa(h.ports[4]),
+		"dfs.namenode.rpc-bind-host=127.0.0.1",
+		"dfs.replication=1",
+		// the metastore, the proxy and the checks run as different users
+		"dfs.permissions.enabled=false",
+		"dfs.namenode.safemode.extension=0",
+		"dfs.client.use.datanode.hostname=false",
+	}
+	if k := h.Kerberos; k != nil {
+		dtp, rpc := k.DataTransferProtection, k.RPCProtection
+		if dtp == "" {
+			dtp = "authentication"
+		}
+		if rpc == "" {
+			rpc = "authentication"
+		}
+		realm := k.KDC.Realm
+		c = append(c,
+			"hadoop.security.authentication=kerberos",
+			"hadoop.security.authorization=true",
+			"hadoop.rpc.protection="+rpc,
+			"dfs.block.access.token.enable=true",
+			"dfs.data.transfer.protection="+dtp,
+			"ignore.secure.ports.for.testing=true",
+			"dfs.http.policy=HTTP_ONLY",
+			"dfs.namenode.kerberos.principal="+k.Principal,
+			"dfs.namenode.keytab.file="+k.keytab,
+			"dfs.datanode.kerberos.principal="+k.Principal,
+			"dfs.datanode.keytab.file="+k.keytab,
+			"dfs.web.authentication.kerberos.principal=HTTP/localhost@"+realm,
+			"dfs.web.authentication.kerberos.keytab="+k.keytab,
+			"hadoop.security.auth_to_local=RULE:[2:$1@$0](.*@"+realm+")s/@.*//\nRULE:[1:$1@$0](.*@"+realm+")s/@.*//\nDEFAULT",
+			"hmsbed.login.principal="+k.Principal,
+			"hmsbed.login.keytab="+k.keytab,
+		)
+	}
+	return append(c, h.conf...)
+}
+
+// ClientConf returns the catalog conf keys a client of this cluster needs (fs.defaultFS and, when Kerberized,
+// hadoop.security.authentication, dfs.namenode.kerberos.principal, dfs.data.transfer.protection).
+func (h *HDFS) ClientConf() map[string]string {
+	m := map[string]string{"fs.defaultFS": h.URI}
+	if k := h.Kerberos; k != nil {
+		dtp := k.DataTransferProtection
+		if dtp == "" {
+			dtp = "authentication"
+		}
+		m["hadoop.security.authentication"] = "kerberos"
+		m["dfs.namenode.kerberos.principal"] = k.Principal
+		m["dfs.data.transfer.protection"] = dtp
+		if k.RPCProtection != "" {
+			m["hadoop.rpc.protection"] = k.RPCProtection
+		}
+	}
+	return m
+}
+
+func (h *HDFS) start(format bool) error {
+	java, err := javaBin()
+	if err != nil {
+		return err
+	}
+	conf := h.serverConf()
+	var b strings.Builder
+	for _, kv := range conf {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "%s=%s\n", propEscape(k), propEscape(v))
+	}
+	props := filepath.Join(h.Dir, "hdfs.properties")
+	if err := os.WriteFile(props, []byte(b.String()), 0o600); err != nil {
+		return err
+	}
+	flags, err := jvmFlags(Hive313) // the Kerberos module-access flags
+	if err != nil {
+		return err
+	}
+	args := append(append([]string{}, storageJVM...), flags...)
+	args = append(args, "-D"+RunProperty+"="+runID, "-Djava.io.tmpdir="+filepath.Join(h.Dir, "tmp"))
+	if h.Kerberos != nil {
+		args = append(args, "-Djava.security.krb5.conf="+h.Kerberos.KDC.Krb5Conf)
+	}
+	if !format {
+		args = append(args, "-Dhmsbed.format=false")
+	}
+	args = append(args, "-cp", filepath.Join(h.lib, "hmsbed-hdfs.jar")+string(filepath.ListSeparator)+filepath.Join(h.lib, "lib", "*"),
+		"hmsbed.MiniHdfs", props, filepath.Join(h.Dir, "cluster"), strconv.Itoa(h.ports[0]), strconv.Itoa(h.ports[1]))
+	if err := os.MkdirAll(filepath.Join(h.Dir, "tmp"), 0o755); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(h.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	offset, _ := logf.Seek(0, 2)
+	cmd := exec.Command(java, args...)
+	cmd.Dir = h.Dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if h.Kerberos != nil {
+		cmd.Env = append(os.Environ(), "KRB5_CONFIG="+h.Kerberos.KDC.Krb5Conf)
+	}
+	p, err := startJVM(cmd)
+	logf.Close()
+	if err != nil {
+		return fmt.Errorf("testbed: starting the HDFS mini cluster: %w", err)
+	}
+	deadline := time.Now().Add(startTimeout())
+	for {
+		since := logSince(h.logPath(), offset)
+		if strings.Contains(since, "HMSBED-HDFS-READY") {
+			h.mu.Lock()
+			h.proc = p
+			h.mu.Unlock()
+			return nil
+		}
+		if p.exited() || strings.Contains(since, "BindException") || strings.Contains(since, "Address already in use") {
+			p.stop(5 * time.Second)
+			if strings.Contains(since, "BindException") || strings.Contains(since, "Address already in use") {
+				return errPortTaken
+			}
+			return fmt.Errorf("testbed: the HDFS mini cluster exited during start-up (%v); first errors:\n%s\nlast lines:\n%s",
+				p.err, firstErrors(since, 8), tail(since, 30))
+		}
+		if time.Now().After(deadline) {
+			p.stop(5 * time.Second)
+			return fmt.Errorf("testbed: the HDFS mini cluster was not ready within %v; log %s:\n%s", startTimeout(), h.logPath(), tail(since, 30))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Stop kills the cluster at once (SIGKILL: a storage outage). Idempotent.
+func (h *HDFS) Stop() {
+	h.mu.Lock()
+	p := h.proc
+	h.proc = nil
+	h.mu.Unlock()
+	if p != nil {
+		p.stop(0)
+	}
+}
+
+// Restart starts a stopped cluster again on the same ports with the same data.
+func (h *HDFS) Restart() error {
+	h.Stop()
+	var err error
+	for attempt := 0; attempt < 10; attempt++ {
+		if err = h.start(false); !errors.Is(err, errPortTaken) {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+	return err
+}
+
+// Running reports whether the cluster's JVM runs.
+func (h *HDFS) Running() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.proc != nil && !h.proc.exited()
+}
+
+// propEscape escapes a key or value for a java.util.Properties file.
+func propEscape(s string) string {
+	var b strings.Builder
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Split(bufio.ScanRunes)
+	for sc.Scan() {
+		switch r := sc.Text(); r {
+		case "\\":
+			b.WriteString(`\\`)
+		case "\n":
+			b.WriteString(`\n`)
+		case "=", ":", "#", "!", " ":
+			b.WriteString(`\` + r)
+		default:
+			b.WriteString(r)
+		}
+	}
+	return b.String()
+}
