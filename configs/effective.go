@@ -57,7 +57,8 @@ func (s *setting) secret() bool {
 		return true
 	}
 	lk := strings.ToLower(s.m.rest)
-	return hasRest(s.key.segs) && (strings.Contains(lk, "password") || strings.Contains(lk, "secret"))
+	return hasRest(s.key.segs) && (strings.Contains(lk, "password") || strings.Contains(lk, "secret") ||
+		strings.HasSuffix(lk, "access.key") || strings.HasSuffix(lk, "session.token"))
 }
 
 // shownRaw is the value as written, for a message: masked for a secret.

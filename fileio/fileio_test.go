@@ -109,7 +109,7 @@ func newResolver(t *testing.T, conf map[string]string, impersonate bool, mid fun
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(r.Close)
+	t.Cleanup(func() { _ = r.Close() })
 	return r
 }
 

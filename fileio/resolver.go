@@ -194,9 +194,9 @@ func Supported(loc string) bool {
 }
 
 // Close closes every open connection.
-func (r *Resolver) Close() {
+func (r *Resolver) Close() error {
 	if r == nil {
-		return
+		return nil
 	}
 	for _, c := range r.catalogs {
 		c.hdfs.close()
@@ -207,6 +207,7 @@ func (r *Resolver) Close() {
 		r.krb = nil
 	}
 	r.krbMu.Unlock()
+	return nil
 }
 
 // confErr names a key and, unless it is a credential, its value.
