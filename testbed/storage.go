@@ -536,3 +536,13 @@ func propEscape(s string) string {
 	}
 	return b.String()
 }
+
+// StorageLib returns the folder of the jars of a storage part of the test bed (testbed/java/<name>: hdfs,
+// s3proxy, hivefs, icebergspark), resolving them into the cache on first use.
+func StorageLib(name string) (string, error) {
+	dir, err := prepareStorage(name)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "lib"), nil
+}

@@ -2,8 +2,10 @@
 # Prepares the storage servers of the test bed in the cache (HMS_PROXY_CACHE, default <repo>/.cache), once:
 #   storage/hdfs.<hash>/     hmsbed-hdfs.jar (testbed/java/hdfs: Hadoop's mini cluster launcher) and lib/ (its jars)
 #   storage/s3proxy.<hash>/  lib/: s3proxy 2.6.0 and its dependencies
+#   storage/hivefs.<hash>/   lib/: what a Hive 3.1.3 metastore needs for s3a:// (hadoop-aws, the AWS SDK bundle)
+#   storage/icebergspark.<hash>/ lib/: Iceberg's Spark 3.5 runtime (Spark's Iceberg REST client and HadoopFileIO)
 #   storage/<name>           symlink to the current build (a rebuild never pulls jars from under a running server)
-# Everything comes from Maven Central. Usage: prepare-storage.sh [hdfs] [s3proxy] (default both). Safe to run
+# Everything comes from Maven Central. Usage: prepare-storage.sh [NAME...] (default all four). Safe to run
 # concurrently (file lock); testbed/hdfs.go and testbed/s3.go run it on first use.
 set -euo pipefail
 
@@ -12,7 +14,7 @@ CACHE=${HMS_PROXY_CACHE:-$REPO/.cache}
 mkdir -p "$CACHE/logs" "$CACHE/storage"
 CACHE=$(cd "$CACHE" && pwd)
 NAMES=("$@")
-[ ${#NAMES[@]} -gt 0 ] || NAMES=(hdfs s3proxy)
+[ ${#NAMES[@]} -gt 0 ] || NAMES=(hdfs s3proxy hivefs icebergspark)
 
 say() { echo "prepare-storage: $*"; }
 die() { echo "prepare-storage: ERROR: $*" >&2; exit 1; }
