@@ -218,23 +218,36 @@ func hdfsPath(loc string) (authority, p string, err error) {
 	return u.Host, p, nil
 }
 
-// call runs op with the location's client; a connection failure drops the
-// client.
+// call runs op with the location's client. A connection failure drops the
+// client (a NameNode that restarted, or failed over); the call is made once
+// more with a new client unless op says it got too far (errNoRetry).
 func (f *hdfsFS) call(ctx context.Context, loc string, op func(c *hdfs.Client, p string) error) error {
 	authority, p, err := hdfsPath(loc)
 	if err != nil {
 		return err
 	}
-	hc, err := f.client(ctx, authority)
-	if err != nil {
-		return err
-	}
-	err = op(hc.c, p)
-	if isConnError(err) {
+	for attempt := 0; ; attempt++ {
+		hc, err := f.client(ctx, authority)
+		if err != nil {
+			return err
+		}
+		err = op(hc.c, p)
+		if !isConnError(err) {
+			return err
+		}
 		f.drop(hc)
+		var nr *noRetry
+		if attempt > 0 || errors.As(err, &nr) || ctx.Err() != nil {
+			return err
+		}
 	}
-	return err
 }
+
+// noRetry marks an error after which an operation must not be repeated.
+type noRetry struct{ err error }
+
+func (e *noRetry) Error() string { return e.err.Error() }
+func (e *noRetry) Unwrap() error { return e.err }
 
 func isConnError(err error) bool {
 	if err == nil {
@@ -283,6 +296,8 @@ func (f *hdfsFS) Create(ctx context.Context, loc string, data []byte) error {
 		if err != nil {
 			return hdfsErr("create", tmp, err)
 		}
+		// From here on the temporary file exists: a failure is not retried
+		// (the caller decides), the file is removed or reported.
 		_ = w.SetDeadline(time.Now().Add(ioTimeout))
 		half := len(data) / 2
 		_, err = w.Write(data[:half])
@@ -306,7 +321,7 @@ func (f *hdfsFS) Create(ctx context.Context, loc string, data []byte) error {
 		}
 		if err != nil {
 			f.removeTemp(c, tmp)
-			return hdfsErr("write", loc, err)
+			return &noRetry{hdfsErr("write", loc, err)}
 		}
 		return nil
 	})
