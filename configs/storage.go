@@ -40,8 +40,8 @@ func storageFeature() *feature {
 			secret(k("fs.s3a.access.key", strT{nonEmpty: true}, "AKIA0EXAMPLE", "static S3 access key (with `fs.s3a.secret.key`); without both the AWS_* environment variables are used; never shown")),
 			secret(k("fs.s3a.secret.key", strT{nonEmpty: true}, "example-secret", "static S3 secret key; never shown")),
 			secret(k("fs.s3a.session.token", strT{nonEmpty: true}, "example-token", "S3 session token of temporary credentials; never shown")),
-			secret(k("fs.s3a.bucket.*", strT{nonEmpty: true}, "http://other.example.com",
-				"`fs.s3a.bucket.<bucket>.<key>` overrides `fs.s3a.<key>` for one bucket (endpoint, region, path style, credentials); values never shown")),
+			k("fs.s3a.bucket.*", strT{nonEmpty: true}, "http://other.example.com",
+				"`fs.s3a.bucket.<bucket>.<key>` overrides `fs.s3a.<key>` for one bucket (endpoint, region, path style, credentials; the credentials are never shown)"),
 		},
 	}
 }
