@@ -329,3 +329,127 @@ func TestHDFSImpersonationRefused(t *testing.T) {
 		t.Fatalf("impersonation by a principal that is no proxy user: want the NameNode's refusal, got %v", err)
 	}
 }
+
+// RPC protection beyond authentication (GSSAPI integrity and privacy on the NameNode's connections), each on a
+// cluster of its own: the same contract holds, as the proxy user and as an impersonated one. DataNode connections
+// beyond authentication are refused at start (the library cannot read blocks over them: with
+// dfs.data.transfer.protection=integrity or privacy on the cluster, writes succeeded and every read failed with
+// "proto: cannot parse invalid wire-format data"); TestStorageKeysRefused shows the refusal.
+func TestHDFSRPCProtection(t *testing.T) {
+	need(t)
+	for _, rpc := range []string{"integrity", "privacy"} {
+		t.Run("rpc="+rpc, func(t *testing.T) {
+			h := testbed.StartHDFST(t, testbed.HDFSOptions{
+				Kerberos: &testbed.HDFSKerberos{KDC: kdc, RPCProtection: rpc},
+				Conf:     []string{"hadoop.proxyuser." + proxyUser + ".hosts=*", "hadoop.proxyuser." + proxyUser + ".groups=*"},
+			})
+			r := newResolver(t, h.ClientConf(), true, nil)
+			fs, _ := r.For("c", h.URI)
+			data := bytes.Repeat([]byte("private "), 20000) // 160 kB: several packets
+			for _, user := range []string{"", "alice"} {
+				loc := fmt.Sprintf("%s/protected-%d/u%s.json", h.URI, time.Now().UnixNano(), user)
+				if err := fs.Create(fileio.WithUser(ctx(t), user), loc, data); err != nil {
+					t.Fatalf("create as %q: %v", user, err)
+				}
+				if got := readAll(t, fs, loc); !bytes.Equal(got, data) {
+					t.Fatalf("read back %d bytes, wrote %d", len(got), len(data))
+				}
+			}
+		})
+	}
+}
+
+// Bad storage keys refuse the start with the key named; a credential's value is never in the message.
+func TestStorageKeysRefused(t *testing.T) {
+	need(t)
+	krb := map[string]string{"hadoop.security.authentication": "kerberos", "dfs.namenode.kerberos.principal": "hdfs/_HOST@" + kdc.Realm}
+	with := func(base map[string]string, kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	const access, secret = "AKIA-VISIBLE-NOT", "SECRET-VISIBLE-NOT"
+	for _, c := range []struct {
+		conf     map[string]string
+		noLogin  bool
+		want     string
+		wantNone []string
+	}{
+		{conf: with(nil, "hadoop.security.authentication", "ldap"), want: "catalog.c.conf.hadoop.security.authentication=\"ldap\": must be simple or kerberos"},
+		{conf: with(nil, "hadoop.security.authentication", "kerberos"), want: "catalog.c.conf.dfs.namenode.kerberos.principal: required"},
+		{conf: krb, noLogin: true, want: "security.client-principal and security.client-keytab"},
+		{conf: with(krb, "dfs.data.transfer.protection", "privacy"), want: "catalog.c.conf.dfs.data.transfer.protection=\"privacy\": only authentication is supported"},
+		{conf: with(krb, "dfs.data.transfer.protection", "authentication,integrity"), want: "only authentication is supported"},
+		{conf: with(krb, "dfs.encrypt.data.transfer", "true"), want: "catalog.c.conf.dfs.encrypt.data.transfer=\"true\": only authentication"},
+		{conf: with(nil, "dfs.data.transfer.protection", "authentication"), want: "needs catalog.c.conf.hadoop.security.authentication=kerberos"},
+		{conf: with(nil, "dfs.data.transfer.protection", "sometimes"), want: "want authentication, integrity or privacy"},
+		{conf: with(nil, "dfs.nameservices", "ns1"), want: "catalog.c.conf.dfs.namenode.rpc-address.ns1: required"},
+		{conf: with(nil, "dfs.nameservices", "ns1", "dfs.ha.namenodes.ns1", "nn1,nn2", "dfs.namenode.rpc-address.ns1.nn1", "a:8020"),
+			want: "catalog.c.conf.dfs.namenode.rpc-address.ns1.nn2: required (NameNode nn2 of catalog.c.conf.dfs.ha.namenodes.ns1)"},
+		{conf: with(nil, "dfs.nameservices", "ns1", "dfs.namenode.rpc-address.ns1", "no-port"), want: "want host:port"},
+		{conf: with(nil, "fs.defaultFS", "hdfs:///"), want: "catalog.c.conf.fs.defaultFS=\"hdfs:///\": an hdfs:// URI needs a NameNode"},
+		{conf: with(nil, "dfs.client.use.datanode.hostname", "yes"), want: "must be true or false"},
+		{conf: with(nil, "fs.s3a.access.key", access), want: "catalog.c.conf.fs.s3a.access.key is set but catalog.c.conf.fs.s3a.secret.key is not", wantNone: []string{access}},
+		{conf: with(nil, "fs.s3a.secret.key", secret), want: "catalog.c.conf.fs.s3a.secret.key is set but catalog.c.conf.fs.s3a.access.key is not", wantNone: []string{secret}},
+		{conf: with(nil, "fs.s3a.endpoint", "http://"+access+":"+secret+"@s3.example.com"), want: "must not carry credentials", wantNone: []string{access, secret}},
+		{conf: with(nil, "fs.s3a.path.style.access", "maybe"), want: "catalog.c.conf.fs.s3a.path.style.access=\"maybe\": must be true or false"},
+		{conf: with(nil, "fs.s3a.access.key", access, "fs.s3a.secret.key", secret, "fs.s3a.bucket.b1.access.key", "OTHER-ACCESS"),
+			want: "catalog.c.conf.fs.s3a.bucket.b1.access.key is set but catalog.c.conf.fs.s3a.bucket.b1.secret.key is not", wantNone: []string{access, secret, "OTHER-ACCESS"}},
+		{conf: with(nil, "fs.s3a.endpoint", "ftp://s3.example.com"), want: `scheme "ftp": want http or https`},
+	} {
+		o := fileio.Options{Catalogs: []fileio.Catalog{{Name: "c", Conf: c.conf}}, Krb5Conf: kdc.Krb5Conf}
+		if !c.noLogin {
+			o.ClientPrincipal, o.ClientKeytab = kdc.Principal(proxyUser), proxyKT
+		}
+		_, err := fileio.New(o)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want an error containing %q", c.conf, err, c.want)
+			continue
+		}
+		for _, s := range c.wantNone {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("%v: the error shows a credential: %v", c.conf, err)
+			}
+		}
+	}
+}
+
+// Local locations in every form Iceberg writes them; other hosts and schemes are named in the error.
+func TestLocalAndSchemes(t *testing.T) {
+	dir := t.TempDir()
+	r, err := fileio.New(fileio.Options{Catalogs: []fileio.Catalog{{Name: "c"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, loc := range []string{dir + "/a/b.json", "file:" + dir + "/c/d.json", "file://" + dir + "/e.json", "file://localhost" + dir + "/f.json"} {
+		fs, err := r.For("c", loc)
+		if err != nil {
+			t.Fatalf("%s: %v", loc, err)
+		}
+		if err := fs.Create(context.Background(), loc, []byte("{}")); err != nil {
+			t.Fatalf("%s: %v", loc, err)
+		}
+		if got := readAll(t, fs, loc); string(got) != "{}" {
+			t.Fatalf("%s: read %q", loc, got)
+		}
+		if err := fs.Delete(context.Background(), loc); err != nil {
+			t.Fatalf("%s: %v", loc, err)
+		}
+	}
+	for loc, want := range map[string]string{"viewfs://ns/t": `scheme "viewfs"`, "gs://b/t": `scheme "gs"`, "relative/p": "relative"} {
+		if _, err := r.For("c", loc); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("For(%s) = %v, want an error containing %q", loc, err, want)
+		}
+	}
+	if _, err := fileio.LocalPath("file://otherhost/p"); err == nil || !strings.Contains(err.Error(), "otherhost") {
+		t.Errorf("LocalPath(file://otherhost/p) = %v", err)
+	}
+	if _, err := r.For("unknown", "s3://b/k"); err == nil || !strings.Contains(err.Error(), `catalog "unknown"`) {
+		t.Errorf("For(unknown catalog) = %v", err)
+	}
+}

@@ -315,12 +315,12 @@ func (f *hdfsFS) Create(ctx context.Context, loc string, data []byte) error {
 		if err == nil {
 			err = renameNoReplace(c, tmp, p)
 			if errors.Is(err, ErrExist) {
-				f.removeTemp(c, tmp)
+				f.removeTemp(c, tmpLoc(loc, tmp), tmp)
 				return &PathError{Op: "create", Loc: loc, Err: ErrExist}
 			}
 		}
 		if err != nil {
-			f.removeTemp(c, tmp)
+			f.removeTemp(c, tmpLoc(loc, tmp), tmp)
 			return &noRetry{hdfsErr("write", loc, err)}
 		}
 		return nil
@@ -349,11 +349,16 @@ func closeWriter(ctx context.Context, w *hdfs.FileWriter) error {
 }
 
 // removeTemp deletes a temporary file; a failure is reported in the log
-// with the file's name (an orphan an operator can delete).
-func (f *hdfsFS) removeTemp(c *hdfs.Client, tmp string) {
+// with the file's location (an orphan an operator can delete).
+func (f *hdfsFS) removeTemp(c *hdfs.Client, loc, tmp string) {
 	if err := c.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
-		f.log("an interrupted HDFS write left a temporary file that could not be removed; delete it", "file", tmp, "err", err.Error())
+		f.log("an interrupted HDFS write left a temporary file that could not be removed; delete it", "file", loc, "err", err.Error())
 	}
+}
+
+// tmpLoc is the location of a temporary file next to loc.
+func tmpLoc(loc, tmp string) string {
+	return strings.TrimSuffix(loc, path.Base(loc)) + path.Base(tmp)
 }
 
 // Delete implements IO.

@@ -250,6 +250,16 @@ func splitList(v string) []string {
 	return out
 }
 
+// errDataProtection says why DataNode connections beyond SASL
+// authentication are refused: the HDFS client library negotiates the
+// DataNode's first offered QOP and, at integrity or privacy, fails to read
+// blocks back (measured against Hadoop 3.3.6: every read fails with "proto:
+// cannot parse invalid wire-format data" while writes succeed; fileio's
+// TestHDFSProtection). Refused at start rather than failing at run time.
+const errDataProtection = "only authentication is supported: the HDFS client this proxy uses (github.com/colinmarc/hdfs/v2 v2.4.0) " +
+	"cannot read blocks over DataNode connections with SASL integrity or privacy (or dfs.encrypt.data.transfer); " +
+	"set the cluster's dfs.data.transfer.protection to authentication, or keep this catalog's tables off HDFS"
+
 // parseHDFS reads a catalog's HDFS keys.
 func parseHDFS(pre string, conf map[string]string) (*hdfsConfig, error) {
 	c := &hdfsConfig{nameservices: map[string][]string{}, conf: hadoopconf.HadoopConf{}}
@@ -319,11 +329,17 @@ func parseHDFS(pre string, conf map[string]string) (*hdfsConfig, error) {
 		if !c.kerberos {
 			return nil, confErr(pre, "dfs.data.transfer.protection", v, "needs %shadoop.security.authentication=kerberos (DataNodes authenticate the block tokens of a Kerberized cluster)", pre)
 		}
+		if strings.ToLower(strings.Join(splitList(v), ",")) != "authentication" {
+			return nil, confErr(pre, "dfs.data.transfer.protection", v, "%s", errDataProtection)
+		}
 	}
 	for _, k := range []string{"dfs.encrypt.data.transfer", "dfs.client.use.datanode.hostname"} {
 		if _, err := parseBool(pre, k, conf, false); err != nil {
 			return nil, err
 		}
+	}
+	if enc, _ := parseBool(pre, "dfs.encrypt.data.transfer", conf, false); enc {
+		return nil, confErr(pre, "dfs.encrypt.data.transfer", conf["dfs.encrypt.data.transfer"], "%s", errDataProtection)
 	}
 	if !c.kerberos {
 		c.user = os.Getenv("HADOOP_USER_NAME")
@@ -445,10 +461,9 @@ func parseS3(pre string, conf map[string]string) (*s3Config, error) {
 // not in own came from fs.s3a.*).
 func s3Settings(pre, prefix string, m, own map[string]string) (s3Bucket, error) {
 	name := func(k string) string {
-		if own != nil {
-			if _, ok := own[k]; !ok {
-				return "fs.s3a." + k
-			}
+		_, mine := own[k]
+		if _, set := m[k]; own != nil && set && !mine {
+			return "fs.s3a." + k // inherited from the defaults
 		}
 		return prefix + k
 	}

@@ -302,7 +302,13 @@ func StartHDFS(o HDFSOptions) (*HDFS, error) {
 		if k.KDC == nil {
 			return nil, errors.New("testbed: a Kerberized HDFS needs a KDC")
 		}
-		if k.keytab, err = k.KDC.PrincipalKeytab(filepath.Join(dir, "hdfs.keytab"), "hdfs/localhost", "HTTP/localhost"); err != nil {
+		// A second cluster of the same realm shares the service principals (their keys are exported, not changed).
+		for _, n := range []string{"hdfs/localhost", "HTTP/localhost"} {
+			if err := k.KDC.AddPrincipal(n); err != nil && !strings.Contains(err.Error(), "already exists") {
+				return nil, err
+			}
+		}
+		if k.keytab, err = k.KDC.Keytab(filepath.Join(dir, "hdfs.keytab"), "hdfs/localhost", "HTTP/localhost"); err != nil {
 			return nil, err
 		}
 		k.Principal = k.KDC.Principal("hdfs/localhost")
