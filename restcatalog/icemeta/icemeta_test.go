@@ -407,4 +407,3 @@ func TestViews(t *testing.T) {
 		t.Errorf("new view %+v", v)
 	}
 }
-

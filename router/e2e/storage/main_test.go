@@ -122,7 +122,7 @@ func start() error {
 	go func() {
 		defer wg.Done()
 		hms, errA = testbed.StartMetastoreWith(testbed.Hive313, testbed.MetastoreOptions{Storage: &testbed.MetastoreStorage{
-			Conf: append([]string{"fs.defaultFS=" + plainHDFS.URI, "metastore.warehouse.dir=" + plainHDFS.URI + "/warehouse"}, s3conf...),
+			Conf:   append([]string{"fs.defaultFS=" + plainHDFS.URI, "metastore.warehouse.dir=" + plainHDFS.URI + "/warehouse"}, s3conf...),
 			LibDir: hivefs, Exclude: exclude, Env: []string{"HADOOP_USER_NAME=hive"}}})
 	}()
 	go func() {

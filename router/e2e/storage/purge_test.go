@@ -48,7 +48,7 @@ func TestExternalTableDropPurge(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			props := map[string]string{
-				"federation.external-table-drop-purge.mode":                            "BEST_EFFORT",
+				"federation.external-table-drop-purge.mode":                             "BEST_EFFORT",
 				"catalog.cat.conf.hms.proxy.external-table-drop-purge.allowed-prefixes": c.root + "/",
 			}
 			spark := map[string]any{"warehouse": "cat", "hadoop": c.conf}

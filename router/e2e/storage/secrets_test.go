@@ -69,8 +69,8 @@ func TestS3CredentialsNeverShown(t *testing.T) {
 	seen = append(seen, answers...)
 	// check-config's errors for bad storage keys: the values of credentials stay out of them.
 	for _, bad := range []map[string]string{
-		{"fs.s3a.access.key": s3srv.AccessKey},                                       // no secret key
-		{"fs.s3a.secret.key": s3srv.SecretKey},                                       // no access key
+		{"fs.s3a.access.key": s3srv.AccessKey},                                        // no secret key
+		{"fs.s3a.secret.key": s3srv.SecretKey},                                        // no access key
 		{"fs.s3a.endpoint": "http://" + s3srv.AccessKey + ":" + wrong + "@127.0.0.1"}, // credentials in the URL
 		{"fs.s3a.access.key": s3srv.AccessKey, "fs.s3a.secret.key": s3srv.SecretKey, "fs.s3a.path.style.access": "maybe"},
 	} {
