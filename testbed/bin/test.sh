@@ -73,6 +73,8 @@ fi
 
 # --- the real-Hive test bed ----------------------------------------------------------------------------------------
 bash testbed/bin/prepare.sh
+# the storage servers (s3proxy, Hadoop's mini cluster) and the jars of the storage tests (docs/storage.md)
+bash testbed/bin/prepare-storage.sh
 phase_done prepare
 
 # --- Go ----------------------------------------------------------------------------------------------------------
