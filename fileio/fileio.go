@@ -135,11 +135,6 @@ func under(dir, root string) bool {
 	return strings.HasPrefix(dir, root+"/") && len(dir) > len(root)+1
 }
 
-// notExist wraps err so that errors.Is(err, fs.ErrNotExist) holds.
-func notExist(loc string, err error) error {
-	return &PathError{Op: "open", Loc: loc, Err: fmt.Errorf("%w: %v", ErrNotExist, err)}
-}
-
 // PathError is a failed operation on one location.
 type PathError struct {
 	Op, Loc string

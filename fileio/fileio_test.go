@@ -43,36 +43,13 @@ func TestMain(m *testing.M) {
 		fmt.Println("fileio: HMS_PROXY_SKIP_REAL_HIVE=1, real storage tests skipped")
 		os.Exit(m.Run())
 	}
-	proxyConf := []string{"hadoop.proxyuser." + proxyUser + ".hosts=*", "hadoop.proxyuser." + proxyUser + ".groups=*"}
-	var wg sync.WaitGroup
-	var errS3, errPlain, errKrb error
-	wg.Add(3)
-	go func() { defer wg.Done(); s3srv, errS3 = testbed.StartS3() }()
-	go func() { defer wg.Done(); plainHDFS, errPlain = testbed.StartHDFS(testbed.HDFSOptions{Conf: proxyConf}) }()
-	go func() {
-		defer wg.Done()
-		if kdc, errKrb = testbed.StartKDC(testbed.KDCOptions{}); errKrb != nil {
-			return
-		}
-		if proxyKT, errKrb = kdc.PrincipalKeytab("hmsproxy.keytab", proxyUser, "alice"); errKrb != nil {
-			return
-		}
-		krbHDFS, errKrb = testbed.StartHDFS(testbed.HDFSOptions{Kerberos: &testbed.HDFSKerberos{KDC: kdc}, Conf: proxyConf})
-	}()
-	wg.Wait()
-	startupErr = errors.Join(errS3, errPlain, errKrb)
+	bed, err := testbed.StartStorage(testbed.StorageOptions{ProxyUser: proxyUser, Users: []string{"alice"}})
+	if err == nil {
+		s3srv, plainHDFS, krbHDFS, kdc, proxyKT = bed.S3, bed.HDFS, bed.KerberizedHDFS, bed.KDC, bed.ProxyKeytab
+	}
+	startupErr = err
 	code := m.Run()
-	for _, h := range []*testbed.HDFS{plainHDFS, krbHDFS} {
-		if h != nil {
-			h.Stop()
-		}
-	}
-	if s3srv != nil {
-		s3srv.Stop()
-	}
-	if kdc != nil {
-		kdc.Stop()
-	}
+	bed.Stop()
 	os.Exit(code)
 }
 

@@ -140,7 +140,7 @@ func keytabClient(o Options) (func() (*krbclient.Client, error), error) {
 	return func() (*krbclient.Client, error) {
 		cl := krbclient.NewWithKeytab(name, realm, kt, cfg, krbclient.DisablePAFXFAST(true))
 		if err := cl.Login(); err != nil {
-			return nil, fmt.Errorf("Kerberos login of %s for HDFS: %w", principal, err)
+			return nil, fmt.Errorf("keytab login of %s for HDFS: %w", principal, err)
 		}
 		return cl, nil
 	}, nil

@@ -74,35 +74,21 @@ func StartS3() (*S3, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(runRoot(), 0o755); err != nil {
-		return nil, fmt.Errorf("testbed: %w", err)
-	}
-	sweepRunDirs()
-	dir, err := os.MkdirTemp(runRoot(), "s3proxy-")
+	dir, err := newRunDir("s3proxy-")
 	if err != nil {
-		return nil, fmt.Errorf("testbed: %w", err)
-	}
-	if err := writeOwner(dir); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
 		return nil, err
 	}
 	s := &S3{Dir: dir, AccessKey: "hmsbed-access-" + runID[:8], SecretKey: "hmsbed-secret-" + runID, lib: lib}
-	var lastErr error
-	for attempt := 0; attempt < 4; attempt++ {
-		if s.Port, err = FreePort(); err != nil {
-			return nil, err
-		}
-		s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", s.Port)
-		if lastErr = s.Start(); lastErr == nil {
-			return s, nil
-		}
-		if !errors.Is(lastErr, errPortTaken) {
-			break
-		}
+	if err := onFreePorts(1, func(p []int) error {
+		s.Port, s.Endpoint = p[0], fmt.Sprintf("http://127.0.0.1:%d", p[0])
+		return s.Start()
+	}); err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	return s, nil
 }
 
 // StartS3T starts s3proxy for a test; t.Cleanup stops it.
@@ -113,14 +99,7 @@ func StartS3T(t testing.TB) *S3 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		s.Stop()
-		if !t.Failed() {
-			os.RemoveAll(s.Dir)
-		} else {
-			t.Logf("s3proxy folder kept: %s", s.Dir)
-		}
-	})
+	serverCleanup(t, "s3proxy", s.Dir, s.Stop)
 	return s
 }
 
@@ -286,15 +265,8 @@ func StartHDFS(o HDFSOptions) (*HDFS, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(runRoot(), 0o755); err != nil {
-		return nil, fmt.Errorf("testbed: %w", err)
-	}
-	sweepRunDirs()
-	dir, err := os.MkdirTemp(runRoot(), "hdfs-")
+	dir, err := newRunDir("hdfs-")
 	if err != nil {
-		return nil, fmt.Errorf("testbed: %w", err)
-	}
-	if err := writeOwner(dir); err != nil {
 		return nil, err
 	}
 	h := &HDFS{Dir: dir, Kerberos: o.Kerberos, lib: lib, conf: o.Conf}
@@ -313,26 +285,13 @@ func StartHDFS(o HDFSOptions) (*HDFS, error) {
 		}
 		k.Principal = k.KDC.Principal("hdfs/localhost")
 	}
-	var lastErr error
-	for attempt := 0; attempt < 4; attempt++ {
-		h.ports = h.ports[:0]
-		for i := 0; i < 5; i++ {
-			p, err := FreePort()
-			if err != nil {
-				return nil, err
-			}
-			h.ports = append(h.ports, p)
-		}
-		h.Port = h.ports[0]
-		h.URI = fmt.Sprintf("hdfs://127.0.0.1:%d", h.Port)
-		if lastErr = h.start(true); lastErr == nil {
-			return h, nil
-		}
-		if !errors.Is(lastErr, errPortTaken) {
-			break
-		}
+	if err := onFreePorts(5, func(p []int) error {
+		h.ports, h.Port, h.URI = p, p[0], fmt.Sprintf("hdfs://127.0.0.1:%d", p[0])
+		return h.start(true)
+	}); err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	return h, nil
 }
 
 // StartHDFST starts a mini cluster for a test; t.Cleanup stops it.
@@ -343,14 +302,7 @@ func StartHDFST(t testing.TB, o HDFSOptions) *HDFS {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		h.Stop()
-		if !t.Failed() {
-			os.RemoveAll(h.Dir)
-		} else {
-			t.Logf("HDFS folder kept: %s (log %s)", h.Dir, h.logPath())
-		}
-	})
+	serverCleanup(t, "HDFS (log hdfs.log)", h.Dir, h.Stop)
 	return h
 }
 
@@ -551,4 +503,69 @@ func StorageLib(name string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(dir, "lib"), nil
+}
+
+// Storage is the storage bed a package's tests share: s3proxy, a plain HDFS and a Kerberized one with its KDC, on
+// both of which ProxyUser may impersonate anyone (hadoop.proxyuser.<ProxyUser>.*).
+type Storage struct {
+	S3                   *S3
+	HDFS, KerberizedHDFS *HDFS
+	KDC                  *KDC
+	ProxyUser            string
+	// ProxyKeytab holds ProxyUser@realm and the users of StorageOptions.
+	ProxyKeytab string
+}
+
+// StorageOptions configure StartStorage.
+type StorageOptions struct {
+	ProxyUser string   // default "hmsproxy"
+	Users     []string // more principals in ProxyKeytab (e.g. "alice")
+}
+
+// StartStorage starts the storage bed, the servers concurrently. On error what started is stopped.
+func StartStorage(o StorageOptions) (*Storage, error) {
+	if o.ProxyUser == "" {
+		o.ProxyUser = "hmsproxy"
+	}
+	s := &Storage{ProxyUser: o.ProxyUser}
+	proxyConf := []string{"hadoop.proxyuser." + o.ProxyUser + ".hosts=*", "hadoop.proxyuser." + o.ProxyUser + ".groups=*"}
+	var wg sync.WaitGroup
+	var errS3, errPlain, errKrb error
+	wg.Add(3)
+	go func() { defer wg.Done(); s.S3, errS3 = StartS3() }()
+	go func() { defer wg.Done(); s.HDFS, errPlain = StartHDFS(HDFSOptions{Conf: proxyConf}) }()
+	go func() {
+		defer wg.Done()
+		if s.KDC, errKrb = StartKDC(KDCOptions{}); errKrb != nil {
+			return
+		}
+		if s.ProxyKeytab, errKrb = s.KDC.PrincipalKeytab("proxy.keytab", append([]string{o.ProxyUser}, o.Users...)...); errKrb != nil {
+			return
+		}
+		s.KerberizedHDFS, errKrb = StartHDFS(HDFSOptions{Kerberos: &HDFSKerberos{KDC: s.KDC}, Conf: proxyConf})
+	}()
+	wg.Wait()
+	if err := errors.Join(errS3, errPlain, errKrb); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Stop stops every server of the bed. Idempotent.
+func (s *Storage) Stop() {
+	if s == nil {
+		return
+	}
+	for _, h := range []*HDFS{s.HDFS, s.KerberizedHDFS} {
+		if h != nil {
+			h.Stop()
+		}
+	}
+	if s.S3 != nil {
+		s.S3.Stop()
+	}
+	if s.KDC != nil {
+		s.KDC.Stop()
+	}
 }

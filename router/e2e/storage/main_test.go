@@ -37,6 +37,7 @@ var (
 	// krbHMS is a Hive 3.1.3 metastore (plain Thrift) that reaches the Kerberized HDFS as hive@REALM (a ticket
 	// cache): the REST tables on the Kerberized HDFS live in it.
 	krbHMS     *testbed.Metastore
+	storageBed *testbed.Storage
 	startupErr error
 )
 
@@ -56,17 +57,7 @@ func TestMain(m *testing.M) {
 			_ = ms.Stop()
 		}
 	}
-	for _, h := range []*testbed.HDFS{plainHDFS, krbHDFS} {
-		if h != nil {
-			h.Stop()
-		}
-	}
-	if s3srv != nil {
-		s3srv.Stop()
-	}
-	if kdc != nil {
-		kdc.Stop()
-	}
+	storageBed.Stop()
 	os.Exit(code)
 }
 
@@ -78,26 +69,12 @@ func start() error {
 	if err != nil {
 		return err
 	}
-	proxyConf := []string{"hadoop.proxyuser." + proxyUser + ".hosts=*", "hadoop.proxyuser." + proxyUser + ".groups=*"}
-	var wg sync.WaitGroup
-	var errS3, errPlain, errKrb error
-	wg.Add(3)
-	go func() { defer wg.Done(); s3srv, errS3 = testbed.StartS3() }()
-	go func() { defer wg.Done(); plainHDFS, errPlain = testbed.StartHDFS(testbed.HDFSOptions{Conf: proxyConf}) }()
-	go func() {
-		defer wg.Done()
-		if kdc, errKrb = testbed.StartKDC(testbed.KDCOptions{}); errKrb != nil {
-			return
-		}
-		if proxyKT, errKrb = kdc.PrincipalKeytab("hmsproxy.keytab", proxyUser, "alice"); errKrb != nil {
-			return
-		}
-		krbHDFS, errKrb = testbed.StartHDFS(testbed.HDFSOptions{Kerberos: &testbed.HDFSKerberos{KDC: kdc}, Conf: proxyConf})
-	}()
-	wg.Wait()
-	if err := errors.Join(errS3, errPlain, errKrb); err != nil {
+	bed, err := testbed.StartStorage(testbed.StorageOptions{ProxyUser: proxyUser, Users: []string{"alice"}})
+	if err != nil {
 		return err
 	}
+	s3srv, plainHDFS, krbHDFS, kdc, proxyKT = bed.S3, bed.HDFS, bed.KerberizedHDFS, bed.KDC, bed.ProxyKeytab
+	storageBed = bed
 	if err := makeBucket(); err != nil {
 		return err
 	}
@@ -117,6 +94,7 @@ func start() error {
 	if err := kdc.Kinit("hive", hiveKT, ccache); err != nil {
 		return err
 	}
+	var wg sync.WaitGroup
 	var errA, errB error
 	wg.Add(2)
 	go func() {
