@@ -75,6 +75,8 @@ fi
 bash testbed/bin/prepare.sh
 # the storage servers (s3proxy, Hadoop's mini cluster) and the jars of the storage tests (docs/storage.md)
 bash testbed/bin/prepare-storage.sh
+# the Java Ranger engine, the oracle of security/ranger (ranger-plugins-common 2.5.0 from Maven Central)
+bash testbed/bin/prepare-ranger.sh
 phase_done prepare
 
 # --- Go ----------------------------------------------------------------------------------------------------------
