@@ -2,27 +2,9 @@ package testbed
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"testing"
 )
-
-// newRunDir creates a run folder (prefix + random) under the cache's run root, with the owner file that lets later
-// runs remove it once its process is gone; folders of processes that are gone are removed first.
-func newRunDir(prefix string) (string, error) {
-	if err := os.MkdirAll(runRoot(), 0o755); err != nil {
-		return "", fmt.Errorf("testbed: %w", err)
-	}
-	sweepRunDirs()
-	dir, err := os.MkdirTemp(runRoot(), prefix)
-	if err != nil {
-		return "", fmt.Errorf("testbed: %w", err)
-	}
-	if err := writeOwner(dir); err != nil {
-		return "", err
-	}
-	return dir, nil
-}
 
 // onFreePorts calls start with n ports free on loopback right now, again with new ones (four tries) while start
 // reports that another process took one first (errPortTaken).

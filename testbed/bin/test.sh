@@ -77,6 +77,9 @@ bash testbed/bin/prepare.sh
 bash testbed/bin/prepare-storage.sh
 # the Java Ranger engine, the oracle of security/ranger (ranger-plugins-common 2.5.0 from Maven Central)
 bash testbed/bin/prepare-ranger.sh
+# the Iceberg REST tests' clients and services: Iceberg's compatibility kit, Keycloak, Trino, Spark's Iceberg runtime,
+# PyIceberg and PySpark (all from Maven Central and PyPI, cached)
+go run ./testbed/cmd/hmsbed prepare-rest
 phase_done prepare
 
 # --- Go ----------------------------------------------------------------------------------------------------------
