@@ -2,7 +2,6 @@ package testbed
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -19,37 +18,62 @@ import (
 
 // The storage servers of the test bed: a real S3 API (s3proxy over a local folder) and a real HDFS (Hadoop's mini
 // cluster: one NameNode and one DataNode in a JVM), plain or Kerberized with the test bed's MIT KDC. Their jars come
-// from Maven Central through testbed/bin/prepare-storage.sh into the cache.
+// from Maven Central (testbed.MavenLib over testbed/java/<name>/pom.xml) into the cache.
 
-var storagePrepare struct {
-	sync.Mutex
-	done map[string]bool
+func storagePom(name string) string {
+	return filepath.Join(repoRoot(), "testbed", "java", name, "pom.xml")
 }
 
-// prepareStorage builds the named server's jars into the cache once per process.
-func prepareStorage(name string) (string, error) {
+// s3proxyClasspath is s3proxy's jars.
+func s3proxyClasspath() (string, error) {
 	if skipped() {
 		return "", ErrSkip
 	}
-	storagePrepare.Lock()
-	defer storagePrepare.Unlock()
-	dir := filepath.Join(Cache(), "storage", name)
-	if storagePrepare.done[name] {
-		return resolved(dir), nil
+	lib, err := MavenLib("s3proxy", storagePom("s3proxy"))
+	if err != nil {
+		return "", err
 	}
-	script := filepath.Join(repoRoot(), "testbed", "bin", "prepare-storage.sh")
-	cmd := exec.Command("bash", script, name)
-	cmd.Env = append(os.Environ(), "HMS_PROXY_CACHE="+Cache())
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("testbed: %s %s failed (%v):\n%s", script, name, err, tail(out.String(), 30))
+	return filepath.Join(lib, "*"), nil
+}
+
+// hdfsClasspath is the mini cluster's jars and hmsbed.MiniHdfs compiled against them (cached by source).
+func hdfsClasspath() (string, error) {
+	if skipped() {
+		return "", ErrSkip
 	}
-	if storagePrepare.done == nil {
-		storagePrepare.done = map[string]bool{}
+	lib, err := MavenLib("hdfs", storagePom("hdfs"))
+	if err != nil {
+		return "", err
 	}
-	storagePrepare.done[name] = true
-	return resolved(dir), nil
+	src := filepath.Join(repoRoot(), "testbed", "java", "hdfs", "src", "main", "java", "hmsbed", "MiniHdfs.java")
+	code, err := os.ReadFile(src)
+	if err != nil {
+		return "", fmt.Errorf("testbed: the HDFS launcher's source: %w", err)
+	}
+	classes, err := cached(filepath.Join(Cache(), "hdfs-launcher", hashOf(code, []byte(lib))), func(dir string) error {
+		javac := "javac"
+		if jh := os.Getenv("JAVA_HOME"); jh != "" && fileExists(filepath.Join(jh, "bin", "javac")) {
+			javac = filepath.Join(jh, "bin", "javac")
+		}
+		out, err := exec.Command(javac, "-nowarn", "-encoding", "UTF-8", "-d", dir, "-cp", filepath.Join(lib, "*"), src).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("testbed: compiling %s: %v\n%s", src, err, tail(string(out), 30))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return classes + string(filepath.ListSeparator) + filepath.Join(lib, "*"), nil
+}
+
+// HiveS3ALib returns a folder with what a Hive 3.1.3 metastore needs for s3a:// warehouses (hadoop-aws 3.1.0, its
+// AWS SDK bundle, javax.activation), for MetastoreStorage.LibDir.
+func HiveS3ALib() (string, error) {
+	if skipped() {
+		return "", ErrSkip
+	}
+	return MavenLib("hivefs", storagePom("hivefs"))
 }
 
 // storageJVM are the flags of the storage servers' JVMs: small heaps, the serial collector, C1 only.
@@ -65,12 +89,12 @@ type S3 struct {
 
 	mu   sync.Mutex
 	proc *jvm
-	lib  string
+	cp   string
 }
 
 // StartS3 starts s3proxy (filesystem backend, path-style, aws-v2-or-v4 signatures) and waits until it answers.
 func StartS3() (*S3, error) {
-	lib, err := prepareStorage("s3proxy")
+	cp, err := s3proxyClasspath()
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +105,7 @@ func StartS3() (*S3, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
 		return nil, err
 	}
-	s := &S3{Dir: dir, AccessKey: "hmsbed-access-" + runID[:8], SecretKey: "hmsbed-secret-" + runID, lib: lib}
+	s := &S3{Dir: dir, AccessKey: "hmsbed-access-" + runID[:8], SecretKey: "hmsbed-secret-" + runID, cp: cp}
 	if err := onFreePorts(1, func(p []int) error {
 		s.Port, s.Endpoint = p[0], fmt.Sprintf("http://127.0.0.1:%d", p[0])
 		return s.Start()
@@ -127,7 +151,7 @@ func (s *S3) Start() error {
 		return err
 	}
 	args := append(append([]string{}, storageJVM...), "-D"+RunProperty+"="+runID,
-		"-cp", filepath.Join(s.lib, "lib", "*"), "org.gaul.s3proxy.Main", "--properties", propsPath)
+		"-cp", s.cp, "org.gaul.s3proxy.Main", "--properties", propsPath)
 	return s.launch(java, args)
 }
 
@@ -231,7 +255,7 @@ type HDFS struct {
 
 	ports []int // NameNode RPC, NameNode HTTP, DataNode data, DataNode HTTP, DataNode IPC
 	conf  []string
-	lib   string
+	cp    string
 
 	mu   sync.Mutex
 	proc *jvm
@@ -261,7 +285,7 @@ type HDFSKerberos struct {
 
 // StartHDFS starts a mini cluster and waits until its DataNode has registered.
 func StartHDFS(o HDFSOptions) (*HDFS, error) {
-	lib, err := prepareStorage("hdfs")
+	cp, err := hdfsClasspath()
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +293,7 @@ func StartHDFS(o HDFSOptions) (*HDFS, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &HDFS{Dir: dir, Kerberos: o.Kerberos, lib: lib, conf: o.Conf}
+	h := &HDFS{Dir: dir, Kerberos: o.Kerberos, cp: cp, conf: o.Conf}
 	if k := o.Kerberos; k != nil {
 		if k.KDC == nil {
 			return nil, errors.New("testbed: a Kerberized HDFS needs a KDC")
@@ -398,8 +422,7 @@ func (h *HDFS) start(format bool) error {
 	if !format {
 		args = append(args, "-Dhmsbed.format=false")
 	}
-	args = append(args, "-cp", filepath.Join(h.lib, "hmsbed-hdfs.jar")+string(filepath.ListSeparator)+filepath.Join(h.lib, "lib", "*"),
-		"hmsbed.MiniHdfs", props, filepath.Join(h.Dir, "cluster"), strconv.Itoa(h.ports[0]), strconv.Itoa(h.ports[1]))
+	args = append(args, "-cp", h.cp, "hmsbed.MiniHdfs", props, filepath.Join(h.Dir, "cluster"), strconv.Itoa(h.ports[0]), strconv.Itoa(h.ports[1]))
 	if err := os.MkdirAll(filepath.Join(h.Dir, "tmp"), 0o755); err != nil {
 		return err
 	}
@@ -493,16 +516,6 @@ func propEscape(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// StorageLib returns the folder of the jars of a storage part of the test bed (testbed/java/<name>: hdfs,
-// s3proxy, hivefs, icebergspark), resolving them into the cache on first use.
-func StorageLib(name string) (string, error) {
-	dir, err := prepareStorage(name)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "lib"), nil
 }
 
 // Storage is the storage bed a package's tests share: s3proxy, a plain HDFS and a Kerberized one with its KDC, on

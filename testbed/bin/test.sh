@@ -73,8 +73,6 @@ fi
 
 # --- the real-Hive test bed ----------------------------------------------------------------------------------------
 bash testbed/bin/prepare.sh
-# the storage servers (s3proxy, Hadoop's mini cluster) and the jars of the storage tests (docs/storage.md)
-bash testbed/bin/prepare-storage.sh
 # the Java Ranger engine, the oracle of security/ranger (ranger-plugins-common 2.5.0 from Maven Central)
 bash testbed/bin/prepare-ranger.sh
 # the Iceberg REST tests' clients and services: Iceberg's compatibility kit, Keycloak, Trino, Spark's Iceberg runtime,

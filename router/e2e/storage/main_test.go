@@ -65,7 +65,7 @@ func start() error {
 	if err := testbed.Prepare(); err != nil {
 		return err
 	}
-	hivefs, err := testbed.StorageLib("hivefs")
+	hivefs, err := testbed.HiveS3ALib()
 	if err != nil {
 		return err
 	}

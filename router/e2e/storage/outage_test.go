@@ -93,7 +93,10 @@ func TestCommitInterruptedByHDFSOutage(t *testing.T) {
 			}
 		}
 	})
-	spark := map[string]any{"warehouse": "cat", "hadoop": plainHDFS.ClientConf(), "uri": p.base}
+	// Spark's Hadoop client gives up on a NameNode that is gone at once (its default retries for minutes while
+	// it cleans up after the failed commit).
+	spark := map[string]any{"warehouse": "cat", "uri": p.base, "hadoop": merged(plainHDFS.ClientConf(),
+		map[string]string{"ipc.client.connect.max.retries": "0", "ipc.client.connect.max.retries.on.timeouts": "0"})}
 	ns := uniq("hdfsout")
 	loc := plainHDFS.URI + "/rest/" + ns
 	tn := "rest." + ns + ".events"

@@ -35,16 +35,12 @@ type sparkResult struct {
 func runSpark(t *testing.T, cfg map[string]any, steps ...sparkStep) []sparkResult {
 	t.Helper()
 	py := testbed.PythonT(t, "pyspark", testbed.PySparkPackages...)
-	lib, err := testbed.StorageLib("icebergspark")
+	jar, err := testbed.MavenArtifact(testbed.IcebergSparkRuntime)
 	if err != nil {
 		t.Fatal(err)
 	}
-	jars, _ := filepath.Glob(filepath.Join(lib, "iceberg-spark-runtime-*.jar"))
-	if len(jars) != 1 {
-		t.Fatalf("Iceberg's Spark runtime in %s: %v", lib, jars)
-	}
 	work := t.TempDir()
-	all := map[string]any{"jar": jars[0], "local": filepath.Join(work, "warehouse"), "steps": steps}
+	all := map[string]any{"jar": jar, "local": filepath.Join(work, "warehouse"), "steps": steps}
 	for k, v := range cfg {
 		all[k] = v
 	}
