@@ -438,6 +438,16 @@ func (a *argVisitor) Visit(s *wire.Span) error {
 	return nil
 }
 
+// patternRef reads a database pattern argument. An absent (null) pattern
+// is not the empty name: Hive's handlers read null as "every database"
+// (get_databases lists them all, get_table_meta filters on nothing).
+func patternRef(f *wire.Value) dbRef {
+	if f == nil {
+		return dbRef{}
+	}
+	return parseDBRef(f.String())
+}
+
 // namesNothing reports whether a database pattern argument matches nothing
 // in any metastore, so the answer is the empty list without asking one: the
 // empty name ("", or Hive 3's "@cat#!"), which a metastore matches against
@@ -642,7 +652,7 @@ func (r *Router) planDatabases(req *request) {
 	// Hive 3 clients send "@<catalog>#<pattern>"; "@hive#" alone means
 	// every database (getAllDatabases); a backend name ("hive") does not
 	// narrow the call.
-	ref := parseDBRef(v.Field(1).String())
+	ref := patternRef(v.Field(1))
 	pattern := ref.name
 	if r.namesNothing(ref) {
 		p.Kind, p.Local = PlanLocal, AnswerEmpty
@@ -719,7 +729,7 @@ func (r *Router) planTableMeta(req *request) {
 	}
 	// Hive 3 clients send "@<catalog>#<pattern>": a proxy catalog there
 	// narrows the call to that catalog; a backend name ("hive") does not.
-	ref := parseDBRef(args.Field(1).String())
+	ref := patternRef(args.Field(1))
 	dbPattern := ref.name
 	if r.namesNothing(ref) {
 		p.Kind, p.Local = PlanLocal, AnswerEmpty
