@@ -474,6 +474,7 @@ func (b *builder) standard() {
 		Run: getFunctionsReq})
 	b.txn()
 	b.statistics()
+	b.hiveServer2()
 	b.lacking(0, &Adapter{Method: "get_all_table_constraints", To: "get_primary_keys",
 		Why: "Hive 4 only; 3.1.3 answers the six constraint kinds one call each", Run: allTableConstraints})
 	b.lacking(0, &Adapter{Method: "get_max_allocated_table_write_id", To: "get_valid_write_ids",

@@ -462,9 +462,17 @@ func (r *Router) planSingle(req *request) {
 		return
 	}
 	if !explicit {
-		if !rt.unprefixed && len(p.DBs) == 0 && spec.Unrouted == Refuse {
+		// A write that names no namespace (add_runtime_stats, an empty
+		// add_partitions, a scheduled query) is ambiguous only when there is
+		// more than one catalog it could be for; with one, it is that one's.
+		if cats := r.ns.Catalogs(); !rt.unprefixed && len(p.DBs) == 0 && spec.Unrouted == Refuse && len(cats) > 1 {
+			names := make([]string, len(cats))
+			for i, c := range cats {
+				names[i] = c.Name
+			}
 			p.Kind, p.Refusal = PlanRefuse, refusal(RefuseMeta, "namespace_less",
-				"%s names no catalog or database; hms-proxy refuses namespace-less global writes in a multi-catalog deployment instead of guessing a target", m.Name)
+				"%s names no catalog or database, and this deployment has %d catalogs (%s): hms-proxy routes a write to exactly one catalog and does not guess which",
+				m.Name, len(cats), strings.Join(names, ", "))
 			return
 		}
 		p.DefaultRouted = true

@@ -1106,9 +1106,9 @@ func TestAdapterHortonworksOnlyMethodsRefusedOnApacheBackend(t *testing.T) {
 	_, err := e.c4.AddWriteNotificationLog(ctx(t), &thriftgen.WriteNotificationLogRequest{TxnId: 1, WriteId: 1, Db: e.ext(), Table: "t1",
 		FileInfo: &thriftgen.InsertEventRequestData{FilesAdded: []string{"file:///tmp/f"}}})
 	// add_write_notification_log declares no exception: TApplicationException.
-	adAppErr(t, err, thrift.INTERNAL_ERROR, "add_write_notification_log requires a Hortonworks backend runtime", "catalog2", "APACHE_3_1_3")
+	adAppErr(t, err, thrift.INTERNAL_ERROR, "add_write_notification_log needs a backend runtime that has it", "catalog2", "APACHE_3_1_3")
 	_, err = e.c4.GetTablesExt(ctx(t), &thriftgen.GetTablesExtRequest{Catalog: "hive", Database: e.ext(), TableNamePattern: "*", RequestedFields: 1})
-	metaErr(t, err, "get_tables_ext requires a Hortonworks backend runtime", "catalog2", "APACHE_3_1_3")
+	metaErr(t, err, "get_tables_ext needs a backend runtime that has it", "catalog2", "APACHE_3_1_3")
 	e.noBackendCall(t, "Hortonworks-only methods")
 }
 
