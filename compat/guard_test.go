@@ -239,6 +239,17 @@ func TestGuardTranslatesTableDictionary(t *testing.T) {
 	// an entry nobody can keep
 	checkRefused(t, "APACHE_3_1_3", "create_table", &thriftgen.CreateTableArgs{Tbl: table("", nil, map[string][][]byte{"somethingElse": {[]byte("x")}})},
 		`Table.dictionary has an entry "somethingElse"`)
+	// the creating transaction of a transactional table: left out, unless
+	// it names a soft-delete directory the older runtime cannot make
+	txn := func(params map[string]string) *thriftgen.CreateTableArgs {
+		return &thriftgen.CreateTableArgs{Tbl: &thriftgen.Table{TableName: "t", DbName: "db", Parameters: params, TxnId: i64p(12)}}
+	}
+	body2 := encode(t, context.Background(), txn(map[string]string{"transactional": "true"}))
+	if v, err := g.Check("create_table", body2); err != nil || decodeTable(body2, v).TxnId != nil || v.Dropped[0].API() != "translated:Table.txnId" {
+		t.Fatalf("Table.txnId without soft_delete: %+v %v", v, err)
+	}
+	checkRefused(t, "APACHE_3_1_3", "create_table", txn(map[string]string{"transactional": "true", "soft_delete": "true"}),
+		"Table.txnId = 12 with soft_delete=true", "hive.acid.createtable.softdelete=false")
 	// Hive 4 has the field: untouched
 	if v, err := guardOf(t, "APACHE_4_1_0").Check("create_table", body); err != nil || len(v.Patches) != 0 {
 		t.Fatalf("a Hive 4 backend gets the dictionary: %+v %v", v, err)

@@ -28,6 +28,25 @@ type translation struct {
 
 var translations = []translation{
 	{"Table", "dictionary", "Table.dictionary carries HiveServer2 4.x's statistics state for a new table, which an older client writes into the table's parameters", tableDictionary},
+	{"Table", "txnId", "Table.txnId names the transaction that creates a transactional table; a Hive 4.1 metastore reads it only to suffix the directory of a soft-delete table", tableTxnID},
+}
+
+// tableTxnID: HiveServer2 4.x sends the creating transaction with a
+// transactional table. A Hive 4.1 metastore reads it for one thing
+// (HMSHandler.getTableSuffix): with the table parameter soft_delete=true
+// the table's directory is suffixed with it, so that a dropped and
+// re-created table never shares a directory with readers of the old one.
+// Without soft_delete it changes nothing a Hive 4.1 metastore does, and it
+// is left out; with it, the older runtime cannot make that directory.
+func tableTxnID(_ string, tbl, v *wire.Value) error {
+	if params := tbl.Field(fid("Table", "parameters")); params != nil {
+		for i := 0; i+1 < len(params.Elems); i += 2 {
+			if strings.EqualFold(string(params.Elems[i].Str), "soft_delete") && strings.EqualFold(strings.TrimSpace(string(params.Elems[i+1].Str)), "true") {
+				return fmt.Errorf("Table.txnId = %d with soft_delete=true asks for a table directory suffixed with the creating transaction, which the backend runtime cannot make (set hive.acid.createtable.softdelete=false and hive.acid.locklessreads.enabled=false on HiveServer2 for this catalog)", v.Int)
+			}
+		}
+	}
+	return nil
 }
 
 func translationOf(st *thriftgen.Struct, f *thriftgen.Field) *translation {

@@ -203,7 +203,14 @@ func (b *builder) statistics() {
 	}
 	b.lacking(0, &Adapter{Method: "delete_column_statistics_req", To: "delete_table_column_statistics",
 		Why: "Hive 4 only; 3.1.3 deletes statistics per column (and per partition)", Run: deleteColumnStatisticsReq})
+	b.always(mergeFails, &Adapter{Method: "set_aggr_stats_for", To: "set_aggr_stats_for",
+		Why: "3.1.3 cannot merge statistics (its merger fails); statistics that would need a merge are deleted instead, as Hive leaves out what it cannot merge",
+		Run: mergeStatsOn313})
 }
+
+// mergeFails are the runtimes whose set_aggr_stats_for fails merging
+// (observed with Hive 3.1.3; see mergeStatsOn313).
+var mergeFails = runtimesWhere(func(r *Runtime) bool { return r.Name == "APACHE_3_1_3" })
 
 func updateStats(c Caller, args *wire.Value, method, to string) (wire.Value, error) {
 	r := newRequest(method, args)
@@ -230,4 +237,131 @@ func updateStats(c Caller, args *wire.Value, method, to string) (wire.Value, err
 	}
 	resp := wire.Struct(wire.Field{ID: fid("SetPartitionsStatsResponse", "result"), V: wire.Bool(ok)})
 	return success(&resp), nil
+}
+
+// ---- merging statistics on 3.1.3 --------------------------------------------
+
+// Hive 3.1.3's set_aggr_stats_for with needMerge=true fails whenever the
+// table or partition already has statistics for a column: its merger casts
+// the statistics it just read from the request to the cached-object class
+// (LongColumnStatsMerger → LongColumnStatsDataInspector) and the metastore
+// thread dies with a ClassCastException, after the INSERT that sent them
+// has written its data. HiveServer2 asks for a merge on every INSERT INTO a
+// table with column statistics. The adapter does what Hive's own merge does
+// with statistics it cannot merge (MetaStoreServerUtils.getMergableCols
+// leaves out every column whose stored statistics are not accurate): the
+// stored statistics of those columns are deleted, so nothing claims to
+// describe data it does not, and the new ones are not written; columns
+// without stored statistics get the new ones, which a merge with nothing
+// leaves as they are.
+func mergeStatsOn313(c Caller, args *wire.Value) (wire.Value, error) {
+	const m = "set_aggr_stats_for"
+	req := arg1(args)
+	needMerge := fid("SetPartitionsStatsRequest", "needMerge")
+	if !isTrue(req.Field(needMerge)) {
+		res, err := callInto(c, m, m, *args)
+		return res.v, err
+	}
+	colStats := fid("SetPartitionsStatsRequest", "colStats")
+	var keep []wire.Value
+	if l := req.Field(colStats); l != nil {
+		for _, cs := range l.Elems {
+			fresh, v, stop, err := unmergedColumns(c, cs)
+			if stop || err != nil {
+				return v, err
+			}
+			if fresh != nil {
+				keep = append(keep, *fresh)
+			}
+		}
+	}
+	out := wire.Value{Type: wire.TStruct}
+	for _, f := range req.Fields {
+		if f.ID != needMerge && f.ID != colStats {
+			out.Fields = append(out.Fields, f)
+		}
+	}
+	if len(keep) == 0 {
+		resp := wire.Struct(wire.Field{ID: fid("SetPartitionsStatsResponse", "result"), V: wire.Bool(true)})
+		return success(&resp), nil
+	}
+	list := wire.List(wire.TStruct)
+	list.Elems = keep
+	out.Set(colStats, list)
+	res, err := callInto(c, m, m, wire.Struct(wire.Field{ID: 1, V: out}))
+	return res.v, err
+}
+
+// unmergedColumns splits one ColumnStatistics: the columns that already
+// have stored statistics lose them (deleted on the backend), the others
+// are returned to be written (nil: none). stop reports a backend answer to
+// hand to the client (v).
+func unmergedColumns(c Caller, cs wire.Value) (fresh *wire.Value, v wire.Value, stop bool, err error) {
+	const m = "set_aggr_stats_for"
+	desc := cs.Field(fid("ColumnStatistics", "statsDesc"))
+	objs := cs.Field(fid("ColumnStatistics", "statsObj"))
+	if desc == nil || objs == nil {
+		return nil, wire.Value{}, false, refused("%s: a ColumnStatistics without statsDesc or statsObj", m)
+	}
+	db, tbl := *desc.Field(fid("ColumnStatisticsDesc", "dbName")), *desc.Field(fid("ColumnStatisticsDesc", "tableName"))
+	part := desc.Field(fid("ColumnStatisticsDesc", "partName"))
+	tblLevel := isTrue(desc.Field(fid("ColumnStatisticsDesc", "isTblLevel")))
+	names := wire.List(wire.TString)
+	for _, o := range objs.Elems {
+		names.Elems = append(names.Elems, *o.Field(fid("ColumnStatisticsObj", "colName")))
+	}
+	stored := map[string]bool{}
+	if tblLevel {
+		r, err := callInto(c, m, "get_table_statistics_req", wire.Struct(wire.Field{ID: 1, V: wire.Struct(
+			wire.Field{ID: fid("TableStatsRequest", "dbName"), V: db}, wire.Field{ID: fid("TableStatsRequest", "tblName"), V: tbl},
+			wire.Field{ID: fid("TableStatsRequest", "colNames"), V: names})}))
+		if err != nil || r.failed {
+			return nil, r.v, true, err
+		}
+		if l := r.v.Field(0).Field(fid("TableStatsResult", "tableStats")); l != nil {
+			for _, o := range l.Elems {
+				stored[strings.ToLower(o.Field(fid("ColumnStatisticsObj", "colName")).String())] = true
+			}
+		}
+	} else {
+		if part == nil {
+			return nil, wire.Value{}, false, refused("%s: partition statistics without a partName", m)
+		}
+		r, err := callInto(c, m, "get_partitions_statistics_req", wire.Struct(wire.Field{ID: 1, V: wire.Struct(
+			wire.Field{ID: fid("PartitionsStatsRequest", "dbName"), V: db}, wire.Field{ID: fid("PartitionsStatsRequest", "tblName"), V: tbl},
+			wire.Field{ID: fid("PartitionsStatsRequest", "colNames"), V: names},
+			wire.Field{ID: fid("PartitionsStatsRequest", "partNames"), V: wire.List(wire.TString, *part)})}))
+		if err != nil || r.failed {
+			return nil, r.v, true, err
+		}
+		if mp := r.v.Field(0).Field(fid("PartitionsStatsResult", "partStats")); mp != nil {
+			for i := 0; i+1 < len(mp.Elems); i += 2 {
+				for _, o := range mp.Elems[i+1].Elems {
+					stored[strings.ToLower(o.Field(fid("ColumnStatisticsObj", "colName")).String())] = true
+				}
+			}
+		}
+	}
+	kept := wire.List(wire.TStruct)
+	for _, o := range objs.Elems {
+		col := *o.Field(fid("ColumnStatisticsObj", "colName"))
+		if !stored[strings.ToLower(col.String())] {
+			kept.Elems = append(kept.Elems, o)
+			continue
+		}
+		method, a := "delete_table_column_statistics", wire.Struct(wire.Field{ID: 1, V: db}, wire.Field{ID: 2, V: tbl}, wire.Field{ID: 3, V: col})
+		if !tblLevel {
+			method, a = "delete_partition_column_statistics", wire.Struct(wire.Field{ID: 1, V: db}, wire.Field{ID: 2, V: tbl}, wire.Field{ID: 3, V: *part}, wire.Field{ID: 4, V: col})
+		}
+		r, err := callInto(c, m, method, a)
+		if err != nil || r.failed {
+			return nil, r.v, true, err
+		}
+	}
+	if len(kept.Elems) == 0 {
+		return nil, wire.Value{}, false, nil
+	}
+	out := wire.Value{Type: wire.TStruct, Fields: append([]wire.Field(nil), cs.Fields...)}
+	out.Set(fid("ColumnStatistics", "statsObj"), kept)
+	return &out, wire.Value{}, false, nil
 }

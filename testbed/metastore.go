@@ -335,8 +335,6 @@ func (m *Metastore) conf() []string {
 		// the schema (ACID tables included) comes from Hive's schema tool via the template; no version check
 		"metastore.schema.verification=false",
 		"datanucleus.schema.autoCreateAll=false",
-		// the default proxy class lives in hive-exec, which a standalone metastore does not have
-		"metastore.expression.proxy=org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy",
 		// Embedded Derby deadlocks on concurrent metadata writes (row locks taken by the partition scans of two
 		// drop_table calls, 20 s until Derby picks a victim, sometimes a failed call). One connection for the
 		// object store serializes its transactions, as Hive's TxnHandler already does on Derby.
@@ -354,11 +352,17 @@ func (m *Metastore) conf() []string {
 	}
 	switch m.Version {
 	case Hive313:
+		// the default proxy class lives in hive-exec, which the standalone 3.1.3 metastore does not have (and its
+		// hive-exec could not read Hive 4's serialized expressions anyway: Kryo classes changed)
+		c = append(c, "metastore.expression.proxy=org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy")
 		// the default list names repl.DumpDirCleanerTask, which lives in hive-exec
 		c = append(c, "metastore.task.threads.always=org.apache.hadoop.hive.metastore.events.EventCleanerTask,"+
 			"org.apache.hadoop.hive.metastore.RuntimeStatsCleanerTask")
 	case Hive410:
 		c = append(c,
+			// hive-exec 4.1.0 is on this metastore's class path: partition filters by expression work, as in a
+			// Hive 4 installation (HiveServer2's partition pruning and DROP PARTITION use them)
+			"metastore.expression.proxy=org.apache.hadoop.hive.ql.optimizer.ppr.PartitionExpressionForMetastore",
 			"metastore.thrift.bind.host=127.0.0.1",
 			"metastore.warehouse.external.dir="+filepath.Join(m.Dir, "external"),
 			// a blank transformer keeps MANAGED tables managed (as Hive's own client tests do)
