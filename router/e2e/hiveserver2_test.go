@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
@@ -87,11 +90,54 @@ func TestHiveServer2FourSQLOnHive313AndHive410(t *testing.T) {
 			}
 		}
 	}
-	// Through the one-catalog 4.1.0 deployment, the namespace-less writes
-	// HiveServer2 makes are forwarded, not refused.
-	if n := p4.Metric(t, "hms_proxy_requests_total", "method", "add_runtime_stats", "status", "error"); n > 0 {
-		t.Errorf("add_runtime_stats failed %v times in a one-catalog deployment", n)
+}
+
+// Scheduled queries and runtime statistics, which HiveServer2 4.x's
+// services use, on Hive 3.1.3 catalogs: a 3.1.3 runtime has no scheduled
+// queries, which the proxy says instead of "Invalid method name";
+// add_runtime_stats, which names no namespace, goes to the catalog of a
+// one-catalog deployment and is refused, naming the catalogs, in a
+// two-catalog one.
+func TestScheduledQueryReadsOnHive313(t *testing.T) {
+	needHive(t)
+	tap := proxytest.NewTap(t, hms1.URI)
+	one := proxytest.Start(t, withHive4Frontend(t, map[string]string{"catalogs": "catalog1", "routing.default-catalog": "catalog1",
+		"catalog.catalog1.conf.hive.metastore.uris": tap.URI()}))
+	c := proxytest.Client(t, one.URI("hive4"))
+	_, err := c.GetScheduledQuery(ctx(t), &thriftgen.ScheduledQueryKey{ScheduleName: "nightly", ClusterNamespace: "hive"})
+	var nso *thriftgen.NoSuchObjectException
+	if !errors.As(err, &nso) || !strings.Contains(nso.Message, "nightly") || !strings.Contains(nso.Message, "APACHE_3_1_3 has no scheduled queries") {
+		t.Fatalf("get_scheduled_query on a 3.1.3 catalog: want NoSuchObjectException saying it has no scheduled queries, got %v", err)
 	}
+	poll, err := c.ScheduledQueryPoll(ctx(t), &thriftgen.ScheduledQueryPollRequest{ClusterNamespace: "hive"})
+	if err != nil || poll.ScheduleKey != nil || poll.Query != nil {
+		t.Fatalf("scheduled_query_poll on a 3.1.3 catalog: want an empty answer (nothing is due), got %+v %v", poll, err)
+	}
+	tru := true
+	err = c.ScheduledQueryMaintenance(ctx(t), &thriftgen.ScheduledQueryMaintenanceRequest{Type: thriftgen.ScheduledQueryMaintenanceRequestType_CREATE,
+		ScheduledQuery: &thriftgen.ScheduledQuery{ScheduleKey: &thriftgen.ScheduledQueryKey{ScheduleName: "nightly", ClusterNamespace: "hive"}, Enabled: &tru}})
+	appErr(t, err, thrift.UNKNOWN_METHOD, "scheduled_query_maintenance", "catalog1", "APACHE_3_1_3")
+	for _, m := range tap.Methods() {
+		if strings.Contains(m, "scheduled") {
+			t.Fatalf("a scheduled-query call reached the 3.1.3 backend: %v", tap.Methods())
+		}
+	}
+	// add_runtime_stats: forwarded in one catalog, where the backend keeps it
+	payload := []byte(uniq("runtime-stat"))
+	if err := c.AddRuntimeStats(ctx(t), &thriftgen.RuntimeStat{Weight: 1, Payload: payload}); err != nil {
+		t.Fatalf("add_runtime_stats in a one-catalog deployment must be forwarded: %v", err)
+	}
+	stats, err := proxytest.Client(t, hms1.URI).GetRuntimeStats(ctx(t), &thriftgen.GetRuntimeStatsRequest{MaxWeight: 1 << 20, MaxCreateTime: -1})
+	found := false
+	for _, s := range stats {
+		found = found || string(s.Payload) == string(payload)
+	}
+	if err != nil || !found {
+		t.Fatalf("the runtime statistics did not reach the backend: %d read, %v", len(stats), err)
+	}
+	two := proxytest.Start(t, withHive4Frontend(t, twoCatalogs()))
+	err = proxytest.Client(t, two.URI("hive4")).AddRuntimeStats(ctx(t), &thriftgen.RuntimeStat{Weight: 1, Payload: payload})
+	metaErr(t, err, "add_runtime_stats names no catalog or database", "2 catalogs (catalog1, catalog2)")
 }
 
 // runHS2 starts HiveServer2 on uri (sharing ms's warehouse) and runs the
