@@ -44,7 +44,7 @@ var hiveServer2JVM = []string{"-Xms128m", "-Xmx1g", "-XX:+UseSerialGC", "-XX:Tie
 
 // hs2Dir holds HiveServer2's jars beyond the 4.1.0 metastore's (testbed/java/hive4/pom.xml, execution hs2-jars).
 func hs2Dir() string {
-	return filepath.Join(resolved(filepath.Join(Cache(), "build", string(Hive410))), "hs2")
+	return filepath.Join(buildOf("build", Hive410), "hs2")
 }
 
 // conf is HiveServer2's hive-site.xml: the metastore, the warehouse, local MapReduce inside the JVM, no web UI, and

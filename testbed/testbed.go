@@ -86,19 +86,37 @@ func Cache() string {
 
 // Layout of the cache (written by testbed/bin/prepare.sh). lib/<v>, build/<v> and derby/<v> are symlinks to the
 // current build (<kind>/<v>.<hash>); JVMs get the resolved paths, so a rebuild never changes a running classpath.
-func libDir(v Version) string { return resolved(filepath.Join(Cache(), "lib", string(v))) }
+// A process keeps the builds its own Prepare published (pinned): the cache is shared, and a checkout with other
+// driver sources or poms republishes the symlinks while this process still starts JVMs.
+func libDir(v Version) string { return buildOf("lib", v) }
 
-func driverJar(v Version) string {
-	return filepath.Join(resolved(filepath.Join(Cache(), "build", string(v))), "hmsbed-driver.jar")
-}
+func driverJar(v Version) string { return filepath.Join(buildOf("build", v), "hmsbed-driver.jar") }
 
 // icebergDir holds the jars of Iceberg's Hive catalog (and what it needs beyond libDir) for the iceberg scenario.
-func icebergDir(v Version) string {
-	return filepath.Join(resolved(filepath.Join(Cache(), "build", string(v))), "iceberg")
+func icebergDir(v Version) string { return filepath.Join(buildOf("build", v), "iceberg") }
+
+func derbyTemplate(v Version) string { return filepath.Join(buildOf("derby", v), "metastore_db") }
+
+// pinned holds the resolved <kind>/<v> of this process's Prepare.
+var pinned sync.Map
+
+func buildOf(kind string, v Version) string {
+	key := kind + "/" + string(v)
+	if p, ok := pinned.Load(key); ok {
+		return p.(string)
+	}
+	return resolved(filepath.Join(Cache(), kind, string(v)))
 }
 
-func derbyTemplate(v Version) string {
-	return filepath.Join(resolved(filepath.Join(Cache(), "derby", string(v))), "metastore_db")
+// pinBuilds records the builds prepare.sh just published (or found current).
+func pinBuilds() {
+	for _, v := range versions {
+		for _, kind := range []string{"lib", "build", "derby"} {
+			if p := resolved(filepath.Join(Cache(), kind, string(v))); p != filepath.Join(Cache(), kind, string(v)) {
+				pinned.Store(kind+"/"+string(v), p)
+			}
+		}
+	}
 }
 
 func runRoot() string { return filepath.Join(Cache(), "run") }
@@ -142,6 +160,7 @@ func Prepare() error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("testbed: %s failed (%v):\n%s", script, err, tail(out.String(), 40))
 	}
+	pinBuilds()
 	prepare.done = true
 	return nil
 }
