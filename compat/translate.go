@@ -126,9 +126,9 @@ func tableDictionary(method string, tbl, dict *wire.Value) error {
 		params = tbl.Field(fid("Table", "parameters"))
 	}
 	for _, k := range basicStats {
-		setParam(params, k, "0")
+		params.Put(k, "0")
 	}
-	setParam(params, "COLUMN_STATS_ACCURATE", columnStatsAccurate(cols))
+	params.Put("COLUMN_STATS_ACCURATE", columnStatsAccurate(cols))
 	return nil
 }
 
@@ -153,17 +153,6 @@ func columnStatsAccurate(cols []string) string {
 	}
 	b.WriteByte('}')
 	return b.String()
-}
-
-// setParam sets key to val in a map<string,string> value.
-func setParam(m *wire.Value, key, val string) {
-	for i := 0; i+1 < len(m.Elems); i += 2 {
-		if string(m.Elems[i].Str) == key {
-			m.Elems[i+1] = wire.Str(val)
-			return
-		}
-	}
-	m.Elems = append(m.Elems, wire.Str(key), wire.Str(val))
 }
 
 // translate rewrites the arguments of method (args: its *_args struct)

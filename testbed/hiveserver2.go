@@ -253,17 +253,5 @@ func (h *HiveServer2) waitReady(p *jvm, offset int64) error {
 
 // Stop stops HiveServer2 (SIGTERM, SIGKILL after 15 s). Idempotent; reports an error if it had died on its own.
 func (h *HiveServer2) Stop() error {
-	h.mu.Lock()
-	p := h.proc
-	h.proc = nil
-	h.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	diedBefore := p.exited()
-	p.stop(15 * time.Second)
-	if diedBefore {
-		return fmt.Errorf("testbed: HiveServer2 on port %d had exited on its own (%v); log %s:\n%s", h.Port, p.err, h.logPath(), tailFile(h.logPath(), 40))
-	}
-	return nil
+	return stopOwned(&h.mu, &h.proc, fmt.Sprintf("HiveServer2 on port %d", h.Port), h.logPath())
 }

@@ -228,18 +228,23 @@ func registerCleanup(t testing.TB, m *Metastore) {
 // Stop stops the metastore: SIGTERM to its process group, SIGKILL after 15 s. Idempotent. Reports an error if the
 // metastore had already died on its own.
 func (m *Metastore) Stop() error {
-	m.mu.Lock()
-	p := m.proc
-	m.proc = nil
-	m.mu.Unlock()
+	return stopOwned(&m.mu, &m.proc, fmt.Sprintf("Hive %s metastore %s", m.Version, m.URI), m.logPath())
+}
+
+// stopOwned stops the JVM *proc (guarded by mu) of a test-bed server: SIGTERM, SIGKILL after 15 s. Idempotent;
+// reports an error naming what (with its log's tail) if the JVM had died on its own.
+func stopOwned(mu *sync.Mutex, proc **jvm, what, log string) error {
+	mu.Lock()
+	p := *proc
+	*proc = nil
+	mu.Unlock()
 	if p == nil {
 		return nil
 	}
 	diedBefore := p.exited()
 	p.stop(15 * time.Second)
 	if diedBefore {
-		return fmt.Errorf("testbed: Hive %s metastore %s had exited on its own (%v); log %s:\n%s",
-			m.Version, m.URI, p.err, m.logPath(), tailFile(m.logPath(), 40))
+		return fmt.Errorf("testbed: %s had exited on its own (%v); log %s:\n%s", what, p.err, log, tailFile(log, 40))
 	}
 	return nil
 }
