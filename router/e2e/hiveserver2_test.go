@@ -225,3 +225,18 @@ func openTxnIDs(t *testing.T, uri string) map[int64]bool {
 	}
 	return out
 }
+
+// The stock Hive 4.1.0 client's own builders (DatabaseBuilder always sets
+// createTime, 0 when not given, and the database type NATIVE) create a
+// database, a partitioned table and a partition on 3.1.3 catalogs through
+// the proxy as they do on a Hive 4.1.0 metastore; the 3.1.3 backend never
+// receives a field it does not know.
+func TestHive4DatabaseBuilderOn313(t *testing.T) {
+	needHive(t)
+	testbed.RunScenarioT(t, testbed.Hive410, hms4.URI, "builder", "--db", uniq("b4"))
+	e := newHive4Env(t)
+	testbed.RunScenarioT(t, testbed.Hive410, e.p.URI("hive4"), "builder", "--db", uniq("bp"))
+	testbed.RunScenarioT(t, testbed.Hive410, e.p.URI("hive4"), "builder", "--db", "catalog2__"+uniq("bq"))
+	only313(t, e.tap1, e.tap2)
+	counted(t, e.p, "method", "create_database_req", "to_api", "dropped_default:CreateDatabaseRequest.createTime")
+}
