@@ -383,8 +383,11 @@ func (b *builder) standard() {
 			if isSet(r.Field(fid("AlterTableRequest", "expectedParameterKey"))) {
 				return wire.Value{}, refused("alter_table_req with expectedParameterKey needs a Hive 4 backend: the older runtime cannot make the alter conditional")
 			}
-			if positive(r.Field(fid("AlterTableRequest", "writeId"))) {
-				return wire.Value{}, refused("alter_table_req with a writeId (transactional alter) needs a Hive 4 backend")
+			tbl := r.Field(fid("AlterTableRequest", "table"))
+			if txnStats(r, tbl, fid("AlterTableRequest", "writeId"), fid("AlterTableRequest", "validWriteIdList")) {
+				untrustStats(tbl, fid("Table", "parameters"))
+			} else if w := r.Field(fid("AlterTableRequest", "writeId")); positive(w) {
+				return wire.Value{}, refused("AlterTableRequest.writeId = %d on a table that is not transactional: the older runtime has no write ids to tie its statistics to", w.Int)
 			}
 			return r.move(fid("AlterTableRequest", "dbName"), 1, fid("AlterTableRequest", "tableName"), 2,
 				fid("AlterTableRequest", "table"), 3, fid("AlterTableRequest", "environmentContext"), 4), nil
@@ -437,8 +440,15 @@ func (b *builder) standard() {
 	b.lacking(0, simple("alter_partitions_req", "alter_partitions_with_environment_context",
 		"Hive 4/HDP wrapper; 3.1.3 has alter_partitions_with_environment_context",
 		func(r *request) (wire.Value, error) {
-			if positive(r.Field(fid("AlterPartitionsRequest", "writeId"))) {
-				return wire.Value{}, refused("alter_partitions_req with a writeId (transactional alter) needs a Hive 4 or Hortonworks backend")
+			if w := r.Field(fid("AlterPartitionsRequest", "writeId")); positive(w) || isSet(r.Field(fid("AlterPartitionsRequest", "validWriteIdList"))) {
+				// Only a transactional table's partitions get write ids: their
+				// statistics are kept, not trusted (see txnStats).
+				r.carry(fid("AlterPartitionsRequest", "writeId"), fid("AlterPartitionsRequest", "validWriteIdList"))
+				if parts := r.Field(fid("AlterPartitionsRequest", "partitions")); parts != nil {
+					for i := range parts.Elems {
+						untrustStats(&parts.Elems[i], fid("Partition", "parameters"))
+					}
+				}
 			}
 			return r.move(fid("AlterPartitionsRequest", "dbName"), 1, fid("AlterPartitionsRequest", "tableName"), 2,
 				fid("AlterPartitionsRequest", "partitions"), 3, fid("AlterPartitionsRequest", "environmentContext"), 4), nil
@@ -851,4 +861,60 @@ func tableNamesByFilter(c Caller, args *wire.Value) (wire.Value, error) {
 		}
 	}
 	return success(&names), nil
+}
+
+// Transactional statistics (Hive 4's write ids on alter_table_req and
+// alter_partitions_req) tie a table's statistics to a snapshot. A Hive 4.1
+// metastore without them (metastore.txn.stats.enabled=false, the only way
+// an older runtime can be) accepts such an alter of a transactional table,
+// ignores the write id and the write-id list, and stores the statistics
+// without trusting them: ObjectStore.alterTable calls
+// StatsSetupConst.setBasicStatsState(parameters, "false"), which removes
+// COLUMN_STATS_ACCURATE. The older runtime is given the same.
+
+// txnStats reports whether r (with the write-id fields writeID and list)
+// asks for transactional statistics of tbl, a transactional table, and
+// marks those fields carried.
+func txnStats(r *request, tbl *wire.Value, writeID, list int16) bool {
+	if tbl == nil || TransactionalTable(tbl) == "" {
+		return false
+	}
+	r.carry(writeID, list)
+	return positive(r.Field(writeID)) || isSet(r.Field(list))
+}
+
+// untrustStats removes COLUMN_STATS_ACCURATE from the parameters (field id)
+// of a Table or Partition.
+func untrustStats(obj *wire.Value, id int16) {
+	params := obj.Field(id)
+	if params == nil {
+		return
+	}
+	kept := params.Elems[:0]
+	for i := 0; i+1 < len(params.Elems); i += 2 {
+		if string(params.Elems[i].Str) != "COLUMN_STATS_ACCURATE" {
+			kept = append(kept, params.Elems[i], params.Elems[i+1])
+		}
+	}
+	params.Elems = kept
+}
+
+// TransactionalTable says why a Table is transactional ("" when it is not):
+// transactional=true, or any transactional_properties (keys compared
+// ignoring case, as Hive's TransactionalValidationListener does).
+func TransactionalTable(tbl *wire.Value) string {
+	params := tbl.Field(fid("Table", "parameters"))
+	if params == nil || params.Type != wire.TMap {
+		return ""
+	}
+	for i := 0; i+1 < len(params.Elems); i += 2 {
+		k, v := string(params.Elems[i].Str), strings.TrimSpace(string(params.Elems[i+1].Str))
+		switch {
+		case strings.EqualFold(k, "transactional") && strings.EqualFold(v, "true"):
+			return "transactional=" + v
+		case strings.EqualFold(k, "transactional_properties") && v != "":
+			return "transactional_properties=" + v
+		}
+	}
+	return ""
 }

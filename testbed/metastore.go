@@ -413,7 +413,7 @@ func (m *Metastore) start() error {
 		args = append(args, "-Djava.security.krb5.conf="+k.KDC.Krb5Conf)
 	}
 	args = append(args,
-		"-cp", filepath.Join(m.Dir, "conf")+string(filepath.ListSeparator)+filepath.Join(libDir(m.Version), "*"),
+		"-cp", m.classPath(),
 		"org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", strconv.Itoa(m.Port))
 	logf, err := os.OpenFile(m.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -439,6 +439,17 @@ func (m *Metastore) start() error {
 	m.proc = p
 	m.mu.Unlock()
 	return nil
+}
+
+// classPath is the metastore's: its conf folder, the version's jars and, for 3.1.3, hive-exec last (as a Hive 3.1.3
+// installation has it: full ACID tables need its input formats).
+func (m *Metastore) classPath() string {
+	sep := string(filepath.ListSeparator)
+	cp := filepath.Join(m.Dir, "conf") + sep + filepath.Join(libDir(m.Version), "*")
+	if m.Version == Hive313 {
+		cp += sep + filepath.Join(buildOf("build", Hive313), "hiveexec", "*")
+	}
+	return cp
 }
 
 func protection(k *MetastoreKerberos) string {

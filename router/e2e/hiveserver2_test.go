@@ -33,13 +33,6 @@ type hs2Deviation struct {
 // hs2On313 are the differences on Hive 3.1.3 catalogs, each a statement
 // refused before it wrote anything and the reads that show it.
 var hs2On313 = map[string]hs2Deviation{
-	// HiveServer2's default locks ask 3.1.3 to fail a read lock instead of
-	// waiting (LockRequest.zeroWaitReadEnabled), refused before the INSERT
-	// runs; HiveServer2 reports it as a lock failure. hive.txn.xlock.write=true
-	// (the ACID session below) avoids it.
-	"default locks INSERT":              {errorHas: []string{"acquiring locks"}, why: "LockRequest.zeroWaitReadEnabled refused"},
-	"SELECT after default locks INSERT": {detail: "0", why: "the refused INSERT wrote nothing"},
-	"DbTxnManager SELECT":               {detail: "1|a|NULL; 2|b|NULL; 3|c|NULL; 4|d|e", why: "the row of the refused INSERT is not there"},
 	// HiveServer2 finds the partitions to drop by a serialized Hive 4
 	// expression that 3.1.3 cannot read (get_partitions_spec_by_expr).
 	"DROP PARTITION":              {errorHas: []string{"get_partitions_spec_by_expr", "catalog1", "APACHE_3_1_3"}, why: "no safe mapping"},
