@@ -138,9 +138,12 @@ func TestScheduledQueryReadsOnHive313(t *testing.T) {
 // scenario in database db.
 func runHS2(t *testing.T, name, uri string, ms *testbed.Metastore, db string) []testbed.Step {
 	t.Helper()
+	// Databases a 3.1.3 metastore creates have no managed location:
+	// HiveServer2 places a CTAS target under its own warehouse root, which
+	// must be the metastore's (testbed.HiveServer2Options).
 	o := testbed.HiveServer2Options{MetastoreURI: uri, Warehouse: ms.Dir + "/warehouse"}
 	if ms.Version == testbed.Hive410 {
-		o.ExternalWarehouse = ms.Dir + "/external"
+		o.Warehouse, o.ExternalWarehouse = "", ms.Dir+"/external"
 	}
 	hs2 := testbed.StartHiveServer2T(t, o)
 	steps, err := testbed.RunScenario(testbed.Hive410, uri, "hs2sql", "--jdbc", hs2.JDBC, "--db", db)
