@@ -34,6 +34,7 @@ type Config struct {
 	Guard               GuardConfig
 	RESTCatalog         RESTCatalogConfig
 	Ranger              RangerPluginConfig // ranger.*: the shared plugin; catalogs inherit it (CatalogConfig.Ranger)
+	GroupMapping        GroupMappingConfig // security.groups.*: callers' groups for Ranger
 	Audit               AuditConfig
 	Logging             LoggingConfig
 

@@ -1,6 +1,8 @@
 package configs
 
 import (
+	neturl "net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -22,6 +24,31 @@ type RangerPluginConfig struct {
 	TruststorePassword string
 	ConfigDir          string
 	AuditEnabled       bool
+	// ClusterName is sent to Ranger Admin with each download (clusterName).
+	ClusterName string
+	// IgnoreTagPolicies accepts a service linked to a tag service whose
+	// tag-based policies the proxy does not evaluate.
+	IgnoreTagPolicies bool
+}
+
+// GroupMappingConfig is where a caller's groups come from for Ranger, beside
+// the groups its identity carries (security.groups.*).
+type GroupMappingConfig struct {
+	// Sources: "file", "shell" (security.groups.mapping).
+	Sources  []string
+	File     string
+	CacheTTL time.Duration
+}
+
+// RangerURLs splits ranger.policy.rest.url into its failover URLs.
+func RangerURLs(v string) []string {
+	var out []string
+	for _, u := range strings.Split(v, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, strings.TrimRight(u, "/"))
+		}
+	}
+	return out
 }
 
 // rangerKeys builds the keys of one plugin under prefix ("ranger." or
@@ -40,7 +67,7 @@ func rangerKeys(prefix string, field func(c *Config, m match) *RangerPluginConfi
 	}
 	enabled := k("enabled", boolT{}, "false", "true", "evaluate Ranger policies in the proxy", func(r *RangerPluginConfig) any { return &r.Enabled })
 	enabled.sw, enabled.gate = true, gateNonDefault
-	url := k("policy.rest.url", strT{nonEmpty: true}, "", "http://ranger-admin:6080", "Ranger Admin URL policies are read from", func(r *RangerPluginConfig) any { return &r.PolicyRESTURL })
+	url := k("policy.rest.url", strT{nonEmpty: true}, "", "http://ranger-admin:6080", "Ranger Admin URL policies are read from (several, comma-separated: failover in turn)", func(r *RangerPluginConfig) any { return &r.PolicyRESTURL })
 	url.aliases = []alias{{pattern: prefix + "policy-rest-url"}}
 	password := k("ssl.truststore.password", strT{}, "", "changeit", "password of that truststore", func(r *RangerPluginConfig) any { return &r.TruststorePassword })
 	password.secret = true
@@ -58,12 +85,36 @@ func rangerKeys(prefix string, field func(c *Config, m match) *RangerPluginConfi
 		password,
 		k("config-dir", strT{}, "", "/etc/ranger/hms-proxy", "directory of ranger-*.xml plugin files", func(r *RangerPluginConfig) any { return &r.ConfigDir }),
 		k("audit.enabled", boolT{}, "false", "true", "send Ranger audit events", func(r *RangerPluginConfig) any { return &r.AuditEnabled }),
+		newKey(k("cluster-name", strT{}, "", "prod-east", "cluster name sent to Ranger Admin with each download", func(r *RangerPluginConfig) any { return &r.ClusterName })),
+		newKey(k("ignore-tag-policies", boolT{}, "false", "true", "enforce a service's resource policies although its tag-based policies are not evaluated (otherwise the plugin is not ready)", func(r *RangerPluginConfig) any { return &r.IgnoreTagPolicies })),
+	}
+}
+
+func newKey(k *keyDef) *keyDef {
+	k.isNew = true
+	return k
+}
+
+// groupMappingKeys are security.groups.*: the caller's groups for Ranger.
+func groupMappingKeys() []*keyDef {
+	bind := func(f func(g *GroupMappingConfig) any) func(c *Config, _ match) any {
+		return func(c *Config, _ match) any { return f(&c.GroupMapping) }
+	}
+	return []*keyDef{
+		{pattern: "security.groups.mapping", typ: enumListT{values: []string{"file", "shell"}}, example: "file,shell", isNew: true,
+			meaning: "where a caller's groups come from for Ranger, beside its identity's: file (security.groups.mapping.file), shell (the OS groups, as Hadoop's ShellBasedUnixGroupsMapping)",
+			bind:    bind(func(g *GroupMappingConfig) any { return &g.Sources })},
+		{pattern: "security.groups.mapping.file", typ: strT{}, example: "/etc/hms-proxy/groups", isNew: true,
+			meaning: "user-to-groups file: lines \"user: group1, group2\"", bind: bind(func(g *GroupMappingConfig) any { return &g.File })},
+		{pattern: "security.groups.cache-ttl-ms", typ: millis(1), def: "300000", example: "60000", isNew: true,
+			meaning: "how long the shell source's groups of a user are reused (ms)", bind: bind(func(g *GroupMappingConfig) any { return &g.CacheTTL })},
 	}
 }
 
 func rangerFeature() *feature {
 	keys := rangerKeys("ranger.", func(c *Config, _ match) *RangerPluginConfig { return &c.Ranger })
 	keys = append(keys, rangerKeys("catalog.<catalog>.ranger.", func(c *Config, m match) *RangerPluginConfig { return &catalogOf(c, m).Ranger })...)
+	keys = append(keys, groupMappingKeys()...)
 	return &feature{
 		id: "ranger", title: "Apache Ranger authorization",
 		on: func(c *Config) bool {
@@ -81,6 +132,29 @@ func rangerFeature() *feature {
 				}
 				if r.ServiceName == "" {
 					p.fail(missingf(prefix+"service-name", "required while %senabled=true", prefix))
+				}
+				for _, u := range RangerURLs(r.PolicyRESTURL) {
+					pu, err := neturl.Parse(u)
+					if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+						p.fail(errorf(prefix+"policy.rest.url", r.PolicyRESTURL, "%q is not an http(s) URL of Ranger Admin", u))
+					}
+				}
+				if r.ServiceType != "" && r.ServiceType != "hive" {
+					p.fail(errorf(prefix+"service-type", r.ServiceType, "hms-proxy evaluates the Hive service definition only (service type hive)"))
+				}
+				if r.TruststorePassword != "" && r.TruststoreFile == "" {
+					p.fail(missingf(prefix+"ssl.truststore.file", "%sssl.truststore.password is set without a truststore", prefix))
+				}
+			}
+			g := c.GroupMapping
+			if c.Ranger.Enabled || anyCatalog(c, func(cat *CatalogConfig) bool { return cat.Ranger.Enabled }) {
+				for _, src := range g.Sources {
+					if src == "file" && g.File == "" {
+						p.fail(missingf("security.groups.mapping.file", "required while security.groups.mapping names file"))
+					}
+				}
+				if g.File != "" && !slices.Contains(g.Sources, "file") {
+					p.fail(errorf("security.groups.mapping", strings.Join(g.Sources, ","), "security.groups.mapping.file is set but the mapping does not name file"))
 				}
 			}
 			check("ranger.", &c.Ranger)

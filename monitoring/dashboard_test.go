@@ -66,6 +66,15 @@ var featureMetrics = []struct {
 	{"hms_proxy_hedged_reads_total", []string{"catalog", "catalog2", "result", "won"}},
 	{"hms_proxy_rate_limit_tracked_keys", []string{"dimension", "source"}},
 	{"hms_proxy_rate_limit_overflow_total", []string{"dimension", "source"}},
+	// security/ranger (the histogram by its _bucket series, the gauges as counters: names and labels only)
+	{"hms_proxy_ranger_evaluations_total", []string{"catalog", "catalog1", "resource_type", "table", "access_type", "_any", "result", "allowed"}},
+	{"hms_proxy_ranger_evaluation_duration_seconds_bucket", []string{"catalog", "catalog1", "resource_type", "table", "le", "1e-05"}},
+	{"hms_proxy_ranger_filtered_objects_total", []string{"catalog", "catalog1", "resource_type", "database"}},
+	{"hms_proxy_ranger_plugin_info", []string{"catalog", "catalog1", "service_name", "hms_hive", "service_type", "hive", "app_id", "hms-proxy"}},
+	{"hms_proxy_ranger_policy_downloads_total", []string{"service_name", "hms_hive", "kind", "policies", "result", "unchanged"}},
+	{"hms_proxy_ranger_policy_version", []string{"service_name", "hms_hive"}},
+	{"hms_proxy_ranger_policy_download_last_success_timestamp_seconds", []string{"service_name", "hms_hive"}},
+	{"hms_proxy_ranger_plugin_ready", []string{"service_name", "hms_hive"}},
 	{"hms_proxy_cache_requests_total", []string{"cache", "database_list", "catalog", "catalog1", "result", "hit"}},
 	{"hms_proxy_cache_entries", []string{"cache", "database_list", "catalog", "catalog1"}},
 	{"hms_proxy_cache_invalidations_total", []string{"cache", "database_list", "catalog", "catalog1", "reason", "write"}},
@@ -288,7 +297,9 @@ func TestDashboardModel(t *testing.T) {
 		"Synthetic lock handoffs", "Synthetic lock store failures", "Synthetic lock store", "Lock request splits",
 		"Circuit breaker state", "Calls failed fast by open circuits",
 		"Adaptive timeout changes", "Background probes", "Fan-out omissions", "Hedged reads", "Rate-limited requests",
-		"Rate-limit tables", "Metadata cache hit ratio", "Metadata cache entries", "Cache invalidations and refreshes"} {
+		"Rate-limit tables", "Metadata cache hit ratio", "Metadata cache entries", "Cache invalidations and refreshes",
+		"Ranger evaluations", "Ranger evaluation time p99", "Objects hidden by Ranger", "Ranger policy age",
+		"Ranger policy version and readiness", "Ranger downloads", "Ranger plugins"} {
 		if !titles[want] {
 			t.Errorf("dashboard lacks panel %q", want)
 		}

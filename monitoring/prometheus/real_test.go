@@ -19,6 +19,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/monitoring/promtest"
 	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/router/proxytest"
+	"github.com/hms-proxy/hms-proxy/security/ranger"
 	"github.com/hms-proxy/hms-proxy/testbed"
 )
 
@@ -28,6 +29,8 @@ import (
 // removed), and each names where the metric is defined, so the name is not
 // a typo of the rule.
 var notExportedYet = map[string]string{
+	ranger.MetricPolicyLastSuccess: "defined by security/ranger's NewMetrics (its plugin tests drive it); the router does not run a Ranger plugin until issue 23's second phase",
+	ranger.MetricPluginReady:       "defined by security/ranger's NewMetrics (its plugin tests drive it); the router does not run a Ranger plugin until issue 23's second phase",
 	locks.MetricStoreFailures: "defined by locks.NewMetrics, a counter with series per failure: this proxy's IN_MEMORY lock store cannot fail " +
 		"(router/e2e TestLockStoreOutage makes a ZooKeeper store fail; alerts_test.yml tests the rule)",
 }

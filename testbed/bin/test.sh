@@ -73,6 +73,8 @@ fi
 
 # --- the real-Hive test bed ----------------------------------------------------------------------------------------
 bash testbed/bin/prepare.sh
+# the Java Ranger engine, the oracle of security/ranger (ranger-plugins-common 2.5.0 from Maven Central)
+bash testbed/bin/prepare-ranger.sh
 phase_done prepare
 
 # --- Go ----------------------------------------------------------------------------------------------------------
