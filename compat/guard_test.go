@@ -238,7 +238,7 @@ func TestGuardTranslatesTableDictionary(t *testing.T) {
 	}
 	// an entry nobody can keep
 	checkRefused(t, "APACHE_3_1_3", "create_table", &thriftgen.CreateTableArgs{Tbl: table("", nil, map[string][][]byte{"somethingElse": {[]byte("x")}})},
-		`Table.dictionary has an entry "somethingElse"`)
+		`the entry "somethingElse" of Table.dictionary`)
 	// the creating transaction of a transactional table: left out, unless
 	// it names a soft-delete directory the older runtime cannot make
 	txn := func(params map[string]string) *thriftgen.CreateTableArgs {

@@ -42,7 +42,7 @@ func tableTxnID(_ string, tbl, v *wire.Value) error {
 	if params := tbl.Field(fid("Table", "parameters")); params != nil {
 		for i := 0; i+1 < len(params.Elems); i += 2 {
 			if strings.EqualFold(string(params.Elems[i].Str), "soft_delete") && strings.EqualFold(strings.TrimSpace(string(params.Elems[i+1].Str)), "true") {
-				return fmt.Errorf("Table.txnId = %d with soft_delete=true asks for a table directory suffixed with the creating transaction, which the backend runtime cannot make (set hive.acid.createtable.softdelete=false and hive.acid.locklessreads.enabled=false on HiveServer2 for this catalog)", v.Int)
+				return fmt.Errorf("the table's Table.txnId = %d with soft_delete=true asks for a table directory suffixed with the creating transaction, which the backend runtime cannot make (set hive.acid.createtable.softdelete=false and hive.acid.locklessreads.enabled=false on HiveServer2 for this catalog)", v.Int)
 			}
 		}
 	}
@@ -94,7 +94,7 @@ func tableDictionary(method string, tbl, dict *wire.Value) error {
 	for i := 0; i+1 < len(values.Elems); i += 2 {
 		key := string(values.Elems[i].Str)
 		if key != dictStatsKey {
-			return fmt.Errorf("Table.dictionary has an entry %q, which has no equivalent in the backend runtime", key)
+			return fmt.Errorf("the entry %q of Table.dictionary has no equivalent in the backend runtime", key)
 		}
 		list := values.Elems[i+1].Elems
 		if len(list) == 0 {
@@ -102,7 +102,7 @@ func tableDictionary(method string, tbl, dict *wire.Value) error {
 		}
 		setup = &statsSetup{}
 		if err := json.Unmarshal(list[0].Str, setup); err != nil {
-			return fmt.Errorf("Table.dictionary entry %s is not the statistics setup Hive writes (%q): %v", dictStatsKey, list[0].Str, err)
+			return fmt.Errorf("the entry %s of Table.dictionary is not the statistics setup Hive writes (%q): %v", dictStatsKey, list[0].Str, err)
 		}
 	}
 	if !strings.HasPrefix(method, "create_table") || setup == nil || !setup.Enabled {
