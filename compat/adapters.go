@@ -385,7 +385,7 @@ func (b *builder) standard() {
 			}
 			tbl := r.Field(fid("AlterTableRequest", "table"))
 			if txnStats(r, tbl, fid("AlterTableRequest", "writeId"), fid("AlterTableRequest", "validWriteIdList")) {
-				untrustStats(tbl, fid("Table", "parameters"))
+				untrustStats(tbl, fid("Table", "parameters"), fid("Table", "writeId"))
 			} else if w := r.Field(fid("AlterTableRequest", "writeId")); positive(w) {
 				return wire.Value{}, refused("AlterTableRequest.writeId = %d on a table that is not transactional: the older runtime has no write ids to tie its statistics to", w.Int)
 			}
@@ -446,7 +446,7 @@ func (b *builder) standard() {
 				r.carry(fid("AlterPartitionsRequest", "writeId"), fid("AlterPartitionsRequest", "validWriteIdList"))
 				if parts := r.Field(fid("AlterPartitionsRequest", "partitions")); parts != nil {
 					for i := range parts.Elems {
-						untrustStats(&parts.Elems[i], fid("Partition", "parameters"))
+						untrustStats(&parts.Elems[i], fid("Partition", "parameters"), fid("Partition", "writeId"))
 					}
 				}
 			}
@@ -884,8 +884,10 @@ func txnStats(r *request, tbl *wire.Value, writeID, list int16) bool {
 }
 
 // untrustStats removes COLUMN_STATS_ACCURATE from the parameters (field id)
-// of a Table or Partition.
-func untrustStats(obj *wire.Value, id int16) {
+// of a Table or Partition, and the write id its statistics were tied to
+// (field writeID).
+func untrustStats(obj *wire.Value, id, writeID int16) {
+	obj.Del(writeID)
 	params := obj.Field(id)
 	if params == nil {
 		return

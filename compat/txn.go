@@ -204,7 +204,7 @@ func (b *builder) statistics() {
 	b.lacking(0, &Adapter{Method: "delete_column_statistics_req", To: "delete_table_column_statistics",
 		Why: "Hive 4 only; 3.1.3 deletes statistics per column (and per partition)", Run: deleteColumnStatisticsReq})
 	b.always(mergeFails, &Adapter{Method: "set_aggr_stats_for", To: "set_aggr_stats_for",
-		Why: "3.1.3 cannot merge statistics (its merger fails); statistics that would need a merge are deleted instead, as Hive leaves out what it cannot merge",
+		Why: "3.1.3 cannot merge statistics (its merger fails): statistics that would need a merge are deleted instead, as Hive leaves out what it cannot merge; a transactional table's statistics are stored untrusted, as Hive 4.1 without transactional statistics stores them",
 		Run: mergeStatsOn313})
 }
 
@@ -257,15 +257,19 @@ func updateStats(c Caller, args *wire.Value, method, to string) (wire.Value, err
 func mergeStatsOn313(c Caller, args *wire.Value) (wire.Value, error) {
 	const m = "set_aggr_stats_for"
 	req := arg1(args)
-	needMerge := fid("SetPartitionsStatsRequest", "needMerge")
-	if !isTrue(req.Field(needMerge)) {
-		res, err := callInto(c, m, m, *args)
-		return res.v, err
-	}
-	colStats := fid("SetPartitionsStatsRequest", "colStats")
+	needMerge, colStats := fid("SetPartitionsStatsRequest", "needMerge"), fid("SetPartitionsStatsRequest", "colStats")
+	writeID, list := fid("SetPartitionsStatsRequest", "writeId"), fid("SetPartitionsStatsRequest", "validWriteIdList")
+	// A transactional table's statistics, tied to a snapshot: stored as a
+	// Hive 4.1 metastore without transactional statistics stores them (see
+	// txnStats): the write id and list ignored, the statistics not trusted.
+	txnTied := positive(req.Field(writeID)) || isSet(req.Field(list))
 	var keep []wire.Value
 	if l := req.Field(colStats); l != nil {
 		for _, cs := range l.Elems {
+			if !isTrue(req.Field(needMerge)) {
+				keep = append(keep, cs)
+				continue
+			}
 			fresh, v, stop, err := unmergedColumns(c, cs)
 			if stop || err != nil {
 				return v, err
@@ -277,19 +281,68 @@ func mergeStatsOn313(c Caller, args *wire.Value) (wire.Value, error) {
 	}
 	out := wire.Value{Type: wire.TStruct}
 	for _, f := range req.Fields {
-		if f.ID != needMerge && f.ID != colStats {
+		if f.ID != needMerge && f.ID != colStats && !(txnTied && (f.ID == writeID || f.ID == list)) {
 			out.Fields = append(out.Fields, f)
 		}
 	}
-	if len(keep) == 0 {
-		resp := wire.Struct(wire.Field{ID: fid("SetPartitionsStatsResponse", "result"), V: wire.Bool(true)})
-		return success(&resp), nil
+	if len(keep) > 0 {
+		l := wire.List(wire.TStruct)
+		l.Elems = keep
+		out.Set(colStats, l)
+		res, err := callInto(c, m, m, wire.Struct(wire.Field{ID: 1, V: out}))
+		if err != nil || res.failed {
+			return res.v, err
+		}
 	}
-	list := wire.List(wire.TStruct)
-	list.Elems = keep
-	out.Set(colStats, list)
-	res, err := callInto(c, m, m, wire.Struct(wire.Field{ID: 1, V: out}))
-	return res.v, err
+	if txnTied {
+		for _, cs := range keep {
+			if v, stop, err := untrustStored(c, cs); stop || err != nil {
+				return v, err
+			}
+		}
+	}
+	resp := wire.Struct(wire.Field{ID: fid("SetPartitionsStatsResponse", "result"), V: wire.Bool(true)})
+	return success(&resp), nil
+}
+
+// untrustStored removes COLUMN_STATS_ACCURATE (and the statistics' write id)
+// from the table or partition a ColumnStatistics describes, as a Hive 4.1
+// metastore without transactional statistics does when it stores a
+// transactional table's column statistics
+// (ObjectStore.updateTableColumnStatistics: setBasicStatsState "false").
+func untrustStored(c Caller, cs wire.Value) (wire.Value, bool, error) {
+	const m = "set_aggr_stats_for"
+	desc := cs.Field(fid("ColumnStatistics", "statsDesc"))
+	db, tbl := *desc.Field(fid("ColumnStatisticsDesc", "dbName")), *desc.Field(fid("ColumnStatisticsDesc", "tableName"))
+	env := wire.Struct(wire.Field{ID: fid("EnvironmentContext", "properties"),
+		V: wire.Value{Type: wire.TMap, KeyType: wire.TString, ElemType: wire.TString, Elems: []wire.Value{wire.Str("DO_NOT_UPDATE_STATS"), wire.Str("true")}}})
+	if isTrue(desc.Field(fid("ColumnStatisticsDesc", "isTblLevel"))) {
+		r, err := callInto(c, m, "get_table", wire.Struct(wire.Field{ID: 1, V: db}, wire.Field{ID: 2, V: tbl}))
+		if err != nil || r.failed {
+			return r.v, true, err
+		}
+		t := *r.v.Field(0)
+		untrustStats(&t, fid("Table", "parameters"), fid("Table", "writeId"))
+		r, err = callInto(c, m, "alter_table_with_environment_context", wire.Struct(wire.Field{ID: 1, V: db}, wire.Field{ID: 2, V: tbl},
+			wire.Field{ID: 3, V: t}, wire.Field{ID: 4, V: env}))
+		return r.v, err != nil || r.failed, err
+	}
+	part := desc.Field(fid("ColumnStatisticsDesc", "partName"))
+	if part == nil {
+		return wire.Value{}, true, refused("%s: partition statistics without a partName", m)
+	}
+	r, err := callInto(c, m, "get_partitions_by_names", wire.Struct(wire.Field{ID: 1, V: db}, wire.Field{ID: 2, V: tbl},
+		wire.Field{ID: 3, V: wire.List(wire.TString, *part)}))
+	if err != nil || r.failed {
+		return r.v, true, err
+	}
+	parts := *r.v.Field(0)
+	for i := range parts.Elems {
+		untrustStats(&parts.Elems[i], fid("Partition", "parameters"), fid("Partition", "writeId"))
+	}
+	r, err = callInto(c, m, "alter_partitions_with_environment_context", wire.Struct(wire.Field{ID: 1, V: db}, wire.Field{ID: 2, V: tbl},
+		wire.Field{ID: 3, V: parts}, wire.Field{ID: 4, V: env}))
+	return r.v, err != nil || r.failed, err
 }
 
 // unmergedColumns splits one ColumnStatistics: the columns that already

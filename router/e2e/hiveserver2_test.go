@@ -38,6 +38,12 @@ var hs2On313 = map[string]hs2Deviation{
 	"DROP PARTITION":              {errorHas: []string{"get_partitions_spec_by_expr", "catalog1", "APACHE_3_1_3"}, why: "no safe mapping"},
 	"SHOW PARTITIONS after drop":  {detail: "ds=2024-01-01; ds=2024-01-02; ds=2024-01-03", why: "the refused DROP PARTITION dropped nothing"},
 	"SELECT after DROP PARTITION": {detail: "1|2024-01-01; 2|2024-01-02; 3|2024-01-02", why: "the refused DROP PARTITION dropped nothing"},
+	// Under an exclusive write lock HiveServer2 asks which transaction last
+	// wrote what it is about to change (get_latest_txnid_in_conflict), which
+	// 3.1.3 cannot compute: UPDATE and DELETE fail while taking their locks.
+	"UPDATE ACID": {errorHas: []string{"get_latest_txnid_in_conflict", "catalog1", "APACHE_3_1_3"}, why: "no safe mapping"},
+	"DELETE ACID": {errorHas: []string{"get_latest_txnid_in_conflict", "catalog1", "APACHE_3_1_3"}, why: "no safe mapping"},
+	"SELECT ACID": {detail: "1|a; 2|b", why: "the refused UPDATE and DELETE changed nothing"},
 }
 
 func TestHiveServer2FourSQLOnHive313AndHive410(t *testing.T) {
@@ -235,4 +241,65 @@ func TestHive4DatabaseBuilderOn313(t *testing.T) {
 	testbed.RunScenarioT(t, testbed.Hive410, e.p.URI("hive4"), "builder", "--db", "catalog2__"+uniq("bq"))
 	only313(t, e.tap1, e.tap2)
 	counted(t, e.p, "method", "create_database_req", "to_api", "dropped_default:CreateDatabaseRequest.createTime")
+}
+
+// Rows of the adapter table (adapters_test.go) for the adapters added for
+// HiveServer2 4.x on 3.1.3.
+func hiveServer2AdapterRows() []adapterRow {
+	return []adapterRow{
+		{name: "translate_table_dryrun", method: "translate_table_dryrun", run: func(t *testing.T, e *adapterEnv) {
+			in := table(e.ext(), "ctas")
+			got, err := e.c4.TranslateTableDryrun(ctx(t), &thriftgen.CreateTableRequest{Table: in})
+			if err != nil || got.TableName != "ctas" || got.DbName != e.ext() || got.Sd.Cols[0].Name != "id" || got.TableType != in.TableType {
+				t.Fatalf("translate_table_dryrun must answer the table as sent: %+v %v", got, err)
+			}
+			e.noBackendCall(t, "translate_table_dryrun")
+			counted(t, e.p, "method", "translate_table_dryrun", "to_api", "answered_by_proxy")
+		}},
+		{name: "get_scheduled_query", method: "get_scheduled_query", run: func(t *testing.T, e *adapterEnv) {
+			_, err := e.c4.GetScheduledQuery(ctx(t), &thriftgen.ScheduledQueryKey{ScheduleName: "q", ClusterNamespace: "e2e"})
+			if !isNotFound(err) || !strings.Contains(err.Error(), "has no scheduled queries") {
+				t.Fatalf("get_scheduled_query: want NoSuchObjectException saying the runtime has no scheduled queries, got %v", err)
+			}
+			e.noBackendCall(t, "get_scheduled_query")
+		}},
+		{name: "scheduled_query_poll", method: "scheduled_query_poll", run: func(t *testing.T, e *adapterEnv) {
+			r, err := e.c4.ScheduledQueryPoll(ctx(t), &thriftgen.ScheduledQueryPollRequest{ClusterNamespace: "e2e"})
+			if err != nil || r.ScheduleKey != nil || r.ExecutionId != nil {
+				t.Fatalf("scheduled_query_poll: want nothing due, got %+v %v", r, err)
+			}
+			e.noBackendCall(t, "scheduled_query_poll")
+		}},
+		{name: "set_aggr_stats_for merging on 3.1.3", method: "set_aggr_stats_for", run: func(t *testing.T, e *adapterEnv) {
+			// Column "id" has stored statistics, "name" none: a merge deletes the
+			// stored ones (3.1.3 would die merging them) and writes the new ones
+			// of "name" as sent.
+			tb := table(e.db, "st")
+			tb.Sd.Cols = append(tb.Sd.Cols, &thriftgen.FieldSchema{Name: "name", Type: "bigint"})
+			if err := e.direct.CreateTable(ctx(t), tb); err != nil {
+				t.Fatal(err)
+			}
+			long := func(col string, hi int64) *thriftgen.ColumnStatisticsObj {
+				return &thriftgen.ColumnStatisticsObj{ColName: col, ColType: "bigint", StatsData: &thriftgen.ColumnStatisticsData{
+					LongStats: &thriftgen.LongColumnStatsData{LowValue: adI64(1), HighValue: adI64(hi), NumNulls: 0, NumDVs: hi}}}
+			}
+			stats := func(db string, objs ...*thriftgen.ColumnStatisticsObj) *thriftgen.ColumnStatistics {
+				return &thriftgen.ColumnStatistics{StatsDesc: &thriftgen.ColumnStatisticsDesc{IsTblLevel: true, DbName: db, TableName: "st"}, StatsObj: objs}
+			}
+			if _, err := e.direct.UpdateTableColumnStatistics(ctx(t), stats(e.db, long("id", 3))); err != nil {
+				t.Fatal(err)
+			}
+			tru := true
+			ok, err := e.c4.SetAggrStatsFor(ctx(t), &thriftgen.SetPartitionsStatsRequest{ColStats: []*thriftgen.ColumnStatistics{
+				stats(e.ext(), long("id", 9), long("name", 4))}, NeedMerge: &tru, WriteId: adI64(0)})
+			if err != nil || !ok {
+				t.Fatalf("set_aggr_stats_for with needMerge: %v %v", ok, err)
+			}
+			e.backendSaw(t, e.tap2, "set_aggr_stats_for", e.db, "get_table_statistics_req", "delete_table_column_statistics", "set_aggr_stats_for")
+			got, err := e.direct.GetTableStatisticsReq(ctx(t), &thriftgen.TableStatsRequest{DbName: e.db, TblName: "st", ColNames: []string{"id", "name"}})
+			if err != nil || len(got.TableStats) != 1 || got.TableStats[0].ColName != "name" || *got.TableStats[0].StatsData.LongStats.HighValue != 4 {
+				t.Fatalf("want only the new statistics of name (id's deleted), got %+v %v", got, err)
+			}
+		}},
+	}
 }
