@@ -285,6 +285,7 @@ func mergeStatsOn313(c Caller, args *wire.Value) (wire.Value, error) {
 			out.Fields = append(out.Fields, f)
 		}
 	}
+	ok := true // nothing left to write: every column's stored statistics were dropped, as asked
 	if len(keep) > 0 {
 		l := wire.List(wire.TStruct)
 		l.Elems = keep
@@ -293,6 +294,7 @@ func mergeStatsOn313(c Caller, args *wire.Value) (wire.Value, error) {
 		if err != nil || res.failed {
 			return res.v, err
 		}
+		ok = isTrue(res.v.Field(0))
 	}
 	if txnTied {
 		for _, cs := range keep {
@@ -301,8 +303,7 @@ func mergeStatsOn313(c Caller, args *wire.Value) (wire.Value, error) {
 			}
 		}
 	}
-	resp := wire.Struct(wire.Field{ID: fid("SetPartitionsStatsResponse", "result"), V: wire.Bool(true)})
-	return success(&resp), nil
+	return success(ptr(wire.Bool(ok))), nil
 }
 
 // untrustStored removes COLUMN_STATS_ACCURATE (and the statistics' write id)

@@ -564,8 +564,11 @@ func baseAdapterRows() []adapterRow {
 			// a transactional table's statistics: kept without COLUMN_STATS_ACCURATE, as a Hive 4.1
 			// metastore without transactional statistics keeps them
 			e.partitioned(t, "pt", "1")
-			part := &thriftgen.Partition{Values: []string{"1"}, DbName: e.ext(), TableName: "pt", Sd: table(e.ext(), "pt").Sd,
-				Parameters: map[string]string{"numRows": "5", "COLUMN_STATS_ACCURATE": `{"BASIC_STATS":"true"}`}}
+			part, err := e.direct.GetPartition(ctx(t), e.db, "pt", []string{"1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			part.DbName, part.Parameters = e.ext(), map[string]string{"numRows": "5", "COLUMN_STATS_ACCURATE": `{"BASIC_STATS":"true"}`}
 			if _, err := e.c4.AlterPartitionsReq(ctx(t), &thriftgen.AlterPartitionsRequest{DbName: e.ext(), TableName: "pt",
 				Partitions: []*thriftgen.Partition{part}, WriteId: adI64(4), ValidWriteIdList: strp(e.db + ".pt:4:9223372036854775807::")}); err != nil {
 				t.Fatal(err)
@@ -1103,9 +1106,6 @@ func TestAdapterlessHive4MethodsAnswerUnknownMethod(t *testing.T) {
 	e := newAdapterEnv(t, false)
 	_, err := e.c4.GetDataconnectors(ctx(t))
 	adAppErr(t, err, thrift.UNKNOWN_METHOD, "get_dataconnectors", "catalog1", "APACHE_3_1_3")
-	err = e.c4.ScheduledQueryMaintenance(ctx(t), &thriftgen.ScheduledQueryMaintenanceRequest{Type: thriftgen.ScheduledQueryMaintenanceRequestType_DROP,
-		ScheduledQuery: &thriftgen.ScheduledQuery{ScheduleKey: &thriftgen.ScheduledQueryKey{ScheduleName: "q", ClusterNamespace: "e2e"}}})
-	adAppErr(t, err, thrift.UNKNOWN_METHOD, "scheduled_query_maintenance", "catalog1", "APACHE_3_1_3")
 	err = e.c4.CreateStoredProcedure(ctx(t), &thriftgen.StoredProcedure{Name: "p1", DbName: e.ext(), CatName: "hive", OwnerName: "e2e", Source: "begin end"})
 	adAppErr(t, err, thrift.UNKNOWN_METHOD, "create_stored_procedure", "catalog2", "APACHE_3_1_3")
 	_, err = e.c4.GetAllPackages(ctx(t), &thriftgen.ListPackageRequest{CatName: "hive", DbName: strp(e.ext())})
