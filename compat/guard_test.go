@@ -144,6 +144,9 @@ func TestGuardDropsFieldsAtTheirImpliedValue(t *testing.T) {
 		return &thriftgen.AbortTxnArgs{Rqst: &thriftgen.AbortTxnRequest{Txnid: 3, ErrorCode: code}}
 	}
 	checkDrops(t, "abort_txn", abort(i64p(50005)), abort(nil), "AbortTxnRequest.errorCode")
+	plain := thriftgen.TxnType_DEFAULT
+	typed := &thriftgen.AbortTxnArgs{Rqst: &thriftgen.AbortTxnRequest{Txnid: 3, ErrorCode: i64p(50005), TxnType: &plain}}
+	checkDrops(t, "abort_txn", typed, abort(nil), "AbortTxnRequest.txn_type", "AbortTxnRequest.errorCode")
 	aborts := func(code *int64) *thriftgen.AbortTxnsArgs {
 		return &thriftgen.AbortTxnsArgs{Rqst: &thriftgen.AbortTxnsRequest{TxnIds: []int64{3, 4}, ErrorCode: code}}
 	}

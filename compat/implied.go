@@ -87,6 +87,7 @@ var documentedUnset = []unsetValue{
 	// abort must always get through: it is how a client undoes a statement.
 	{"AbortTxnRequest", "errorCode", "*", "a diagnostic code; the older runtime aborts the same transaction without recording a reason", nil},
 	{"AbortTxnsRequest", "errorCode", "*", "a diagnostic code; the older runtime aborts the same transactions without recording a reason", nil},
+	{"AbortTxnRequest", "txn_type", "DEFAULT(0)", "an ordinary transaction, the only kind an older runtime opens for a client", nil},
 	// Hive 4's client wraps every truncate in an environment context saying
 	// whether to keep the files; keeping none is what truncate_table does.
 	{"TruncateTableRequest", "environmentContext", `{truncateSkipDataDeletion: "false"}`,
