@@ -715,7 +715,7 @@ func deleteColumnStatisticsReq(c Caller, args *wire.Value) (wire.Value, error) {
 	}
 	var parts []wire.Value
 	if !isTrue(r.Field(fid("DeleteColumnStatisticsRequest", "tableLevel"))) {
-		tbl, err := callInto(c, m, "get_table", wire.Struct(wire.Field{ID: 1, V: *db}, wire.Field{ID: 2, V: *tb}))
+		tbl, err := getTable(c, m, *db, *tb)
 		if err != nil || tbl.failed {
 			return tbl.v, err
 		}
@@ -920,3 +920,25 @@ func TransactionalTable(tbl *wire.Value) string {
 	}
 	return ""
 }
+
+// getTable reads a table for an adapter with get_table_req, declaring the
+// capability every Hive 3.1.3 and 4 client declares (INSERT_ONLY_TABLES):
+// 3.1.3 refuses an insert-only table to a caller without it, which the
+// positional get_table is. The table is field 0 of the result, as
+// get_table's.
+func getTable(c Caller, client string, db, tbl wire.Value) (result, error) {
+	caps := wire.Struct(wire.Field{ID: fid("ClientCapabilities", "values"), V: wire.List(wire.TI32, wire.I32(clientCapabilityInsertOnly))})
+	req := wire.Struct(wire.Field{ID: fid("GetTableRequest", "dbName"), V: db}, wire.Field{ID: fid("GetTableRequest", "tblName"), V: tbl},
+		wire.Field{ID: fid("GetTableRequest", "capabilities"), V: caps})
+	r, err := callInto(c, client, "get_table_req", wire.Struct(wire.Field{ID: 1, V: req}))
+	if err != nil || r.failed {
+		return r, err
+	}
+	if t := r.v.Field(0).Field(fid("GetTableResult", "table")); t != nil {
+		return result{v: success(t)}, nil
+	}
+	return result{}, refused("%s: get_table_req answered no table", client)
+}
+
+// clientCapabilityInsertOnly is ClientCapability.INSERT_ONLY_TABLES.
+const clientCapabilityInsertOnly = 2

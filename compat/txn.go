@@ -318,7 +318,7 @@ func untrustStored(c Caller, cs wire.Value) (wire.Value, bool, error) {
 	env := wire.Struct(wire.Field{ID: fid("EnvironmentContext", "properties"),
 		V: wire.Value{Type: wire.TMap, KeyType: wire.TString, ElemType: wire.TString, Elems: []wire.Value{wire.Str("DO_NOT_UPDATE_STATS"), wire.Str("true")}}})
 	if isTrue(desc.Field(fid("ColumnStatisticsDesc", "isTblLevel"))) {
-		r, err := callInto(c, m, "get_table", wire.Struct(wire.Field{ID: 1, V: db}, wire.Field{ID: 2, V: tbl}))
+		r, err := getTable(c, m, db, tbl)
 		if err != nil || r.failed {
 			return r.v, true, err
 		}

@@ -34,9 +34,9 @@ type HiveServer2Options struct {
 	// Warehouse and ExternalWarehouse are HiveServer2's warehouse roots (hive.metastore.warehouse.dir and
 	// .external.dir). HiveServer2 writes the data of a CTAS target where it computes the table's default location:
 	// from a Hive 4 database's managed location, or, for a database without one (created by Hive 3.1.3), from its own
-	// warehouse root, which must then be the metastore's. Empty Warehouse: a folder of HiveServer2's own. (Measured
-	// in this test bed: with HiveServer2's warehouse root equal to a Hive 4.1.0 metastore's, inserts into
-	// transactional tables read back empty, directly as through the proxy; give it its own there.)
+	// warehouse root: create such a database at Dir/warehouse/<name>.db. Empty Warehouse: Dir/warehouse. (Measured in
+	// this test bed: with HiveServer2's warehouse root equal to the metastore's, inserts into transactional tables
+	// read back empty, directly as through the proxy.)
 	Warehouse, ExternalWarehouse string
 	// Conf are more hive-site.xml settings, key=value.
 	Conf []string

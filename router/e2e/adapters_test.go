@@ -916,7 +916,7 @@ func baseAdapterRows() []adapterRow {
 			if !wantPart && wantTable {
 				// get_table first: whether the table is partitioned decides
 				// what "not table level" means.
-				e.backendSaw(t, e.tap2, "delete_column_statistics_req", e.db, "get_table", "delete_partition_column_statistics")
+				e.backendSaw(t, e.tap2, "delete_column_statistics_req", e.db, "get_table_req", "delete_partition_column_statistics")
 			}
 		}},
 		{name: "get_max_allocated_table_write_id", method: "get_max_allocated_table_write_id", run: func(t *testing.T, e *adapterEnv) {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -144,15 +145,19 @@ func TestScheduledQueryReadsOnHive313(t *testing.T) {
 // scenario in database db.
 func runHS2(t *testing.T, name, uri string, ms *testbed.Metastore, db string) []testbed.Step {
 	t.Helper()
-	// Databases a 3.1.3 metastore creates have no managed location:
-	// HiveServer2 places a CTAS target under its own warehouse root, which
-	// must be the metastore's (testbed.HiveServer2Options).
-	o := testbed.HiveServer2Options{MetastoreURI: uri, Warehouse: ms.Dir + "/warehouse"}
+	o := testbed.HiveServer2Options{MetastoreURI: uri}
 	if ms.Version == testbed.Hive410 {
-		o.Warehouse, o.ExternalWarehouse = "", ms.Dir+"/external"
+		o.ExternalWarehouse = ms.Dir + "/external"
 	}
 	hs2 := testbed.StartHiveServer2T(t, o)
-	steps, err := testbed.RunScenario(testbed.Hive410, uri, "hs2sql", "--jdbc", hs2.JDBC, "--db", db)
+	args := []string{"--jdbc", hs2.JDBC, "--db", db}
+	if ms.Version == testbed.Hive313 {
+		// A database a 3.1.3 metastore creates has no managed location:
+		// HiveServer2 places a CTAS target under its own warehouse root, so
+		// the database is made there (testbed.HiveServer2Options).
+		args = append(args, "--db-location", filepath.Join(hs2.Dir, "warehouse", db+".db"))
+	}
+	steps, err := testbed.RunScenario(testbed.Hive410, uri, "hs2sql", args...)
 	for _, s := range steps {
 		t.Logf("[%s] %s", name, s)
 	}

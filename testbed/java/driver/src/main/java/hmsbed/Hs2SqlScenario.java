@@ -11,7 +11,7 @@ import java.util.Collections;
 import java.util.List;
 
 /**
- * hs2sql --jdbc jdbc:hive2://HOST:PORT/default --db NAME [--acid-db NAME]
+ * hs2sql --jdbc jdbc:hive2://HOST:PORT/default --db NAME [--db-location DIR] [--acid-db NAME]
  *
  * <p>A SQL session of a HiveServer2 user over Hive JDBC: the statements an operator runs after upgrading HiveServer2,
  * each one step. HiveServer2 (a real one, started by the test bed with the metastore under test as its
@@ -40,7 +40,8 @@ final class Hs2SqlScenario implements Driver.Scenario {
     final Session s = new Session(steps, db, acid);
     try (Connection c = DriverManager.getConnection(withConf(jdbc, "hive.exec.dynamic.partition.mode=nonstrict"), "hive", "")) {
       s.c = c;
-      s.sql("CREATE DATABASE", "CREATE DATABASE " + db);
+      String location = args.get("db-location") == null ? "" : " LOCATION '" + args.get("db-location") + "'";
+      s.sql("CREATE DATABASE", "CREATE DATABASE " + db + location);
       s.sql("SHOW DATABASES LIKE", "SHOW DATABASES LIKE '" + db + "'");
       s.sql("CREATE TABLE managed", "CREATE TABLE " + db + ".managed (id int, name string)");
       s.sql("CREATE EXTERNAL TABLE", "CREATE EXTERNAL TABLE " + db + ".ext (id int, name string)");
