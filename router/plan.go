@@ -573,7 +573,7 @@ func (r *Router) planSingle(req *request) {
 				names[i] = c.Name
 			}
 			p.Kind, p.Refusal = PlanRefuse, refusal(RefuseMeta, "namespace_less",
-				"%s names no catalog or database, and this deployment has %d catalogs (%s): hms-proxy routes a write to exactly one catalog and does not guess which",
+				"%s is a namespace-less write: it names no catalog or database, and this deployment has %d catalogs (%s): hms-proxy routes a write to exactly one catalog and does not guess which",
 				m.Name, len(cats), strings.Join(names, ", "))
 			return
 		}

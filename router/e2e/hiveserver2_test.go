@@ -138,7 +138,7 @@ func TestScheduledQueryReadsOnHive313(t *testing.T) {
 	}
 	two := proxytest.Start(t, withHive4Frontend(t, twoCatalogs()))
 	err = proxytest.Client(t, two.URI("hive4")).AddRuntimeStats(ctx(t), &thriftgen.RuntimeStat{Weight: 1, Payload: payload})
-	metaErr(t, err, "add_runtime_stats names no catalog or database", "2 catalogs (catalog1, catalog2)")
+	metaErr(t, err, "add_runtime_stats is a namespace-less write", "names no catalog or database", "2 catalogs (catalog1, catalog2)")
 }
 
 // runHS2 starts HiveServer2 on uri (sharing ms's warehouse) and runs the
