@@ -383,8 +383,11 @@ func (b *builder) standard() {
 			if isSet(r.Field(fid("AlterTableRequest", "expectedParameterKey"))) {
 				return wire.Value{}, refused("alter_table_req with expectedParameterKey needs a Hive 4 backend: the older runtime cannot make the alter conditional")
 			}
-			if positive(r.Field(fid("AlterTableRequest", "writeId"))) {
-				return wire.Value{}, refused("alter_table_req with a writeId (transactional alter) needs a Hive 4 backend")
+			tbl := r.Field(fid("AlterTableRequest", "table"))
+			if txnStats(r, tbl, fid("AlterTableRequest", "writeId"), fid("AlterTableRequest", "validWriteIdList")) {
+				untrustStats(tbl, fid("Table", "parameters"), fid("Table", "writeId"))
+			} else if w := r.Field(fid("AlterTableRequest", "writeId")); positive(w) {
+				return wire.Value{}, refused("AlterTableRequest.writeId = %d on a table that is not transactional: the older runtime has no write ids to tie its statistics to", w.Int)
 			}
 			return r.move(fid("AlterTableRequest", "dbName"), 1, fid("AlterTableRequest", "tableName"), 2,
 				fid("AlterTableRequest", "table"), 3, fid("AlterTableRequest", "environmentContext"), 4), nil
@@ -437,8 +440,15 @@ func (b *builder) standard() {
 	b.lacking(0, simple("alter_partitions_req", "alter_partitions_with_environment_context",
 		"Hive 4/HDP wrapper; 3.1.3 has alter_partitions_with_environment_context",
 		func(r *request) (wire.Value, error) {
-			if positive(r.Field(fid("AlterPartitionsRequest", "writeId"))) {
-				return wire.Value{}, refused("alter_partitions_req with a writeId (transactional alter) needs a Hive 4 or Hortonworks backend")
+			if w := r.Field(fid("AlterPartitionsRequest", "writeId")); positive(w) || isSet(r.Field(fid("AlterPartitionsRequest", "validWriteIdList"))) {
+				// Only a transactional table's partitions get write ids: their
+				// statistics are kept, not trusted (see txnStats).
+				r.carry(fid("AlterPartitionsRequest", "writeId"), fid("AlterPartitionsRequest", "validWriteIdList"))
+				if parts := r.Field(fid("AlterPartitionsRequest", "partitions")); parts != nil {
+					for i := range parts.Elems {
+						untrustStats(&parts.Elems[i], fid("Partition", "parameters"), fid("Partition", "writeId"))
+					}
+				}
 			}
 			return r.move(fid("AlterPartitionsRequest", "dbName"), 1, fid("AlterPartitionsRequest", "tableName"), 2,
 				fid("AlterPartitionsRequest", "partitions"), 3, fid("AlterPartitionsRequest", "environmentContext"), 4), nil
@@ -474,6 +484,7 @@ func (b *builder) standard() {
 		Run: getFunctionsReq})
 	b.txn()
 	b.statistics()
+	b.hiveServer2()
 	b.lacking(0, &Adapter{Method: "get_all_table_constraints", To: "get_primary_keys",
 		Why: "Hive 4 only; 3.1.3 answers the six constraint kinds one call each", Run: allTableConstraints})
 	b.lacking(0, &Adapter{Method: "get_max_allocated_table_write_id", To: "get_valid_write_ids",
@@ -704,7 +715,7 @@ func deleteColumnStatisticsReq(c Caller, args *wire.Value) (wire.Value, error) {
 	}
 	var parts []wire.Value
 	if !isTrue(r.Field(fid("DeleteColumnStatisticsRequest", "tableLevel"))) {
-		tbl, err := callInto(c, m, "get_table", wire.Struct(wire.Field{ID: 1, V: *db}, wire.Field{ID: 2, V: *tb}))
+		tbl, err := getTable(c, m, *db, *tb)
 		if err != nil || tbl.failed {
 			return tbl.v, err
 		}
@@ -851,3 +862,83 @@ func tableNamesByFilter(c Caller, args *wire.Value) (wire.Value, error) {
 	}
 	return success(&names), nil
 }
+
+// Transactional statistics (Hive 4's write ids on alter_table_req and
+// alter_partitions_req) tie a table's statistics to a snapshot. A Hive 4.1
+// metastore without them (metastore.txn.stats.enabled=false, the only way
+// an older runtime can be) accepts such an alter of a transactional table,
+// ignores the write id and the write-id list, and stores the statistics
+// without trusting them: ObjectStore.alterTable calls
+// StatsSetupConst.setBasicStatsState(parameters, "false"), which removes
+// COLUMN_STATS_ACCURATE. The older runtime is given the same.
+
+// txnStats reports whether r (with the write-id fields writeID and list)
+// asks for transactional statistics of tbl, a transactional table, and
+// marks those fields carried.
+func txnStats(r *request, tbl *wire.Value, writeID, list int16) bool {
+	if tbl == nil || TransactionalTable(tbl) == "" {
+		return false
+	}
+	r.carry(writeID, list)
+	return positive(r.Field(writeID)) || isSet(r.Field(list))
+}
+
+// untrustStats removes COLUMN_STATS_ACCURATE from the parameters (field id)
+// of a Table or Partition, and the write id its statistics were tied to
+// (field writeID).
+func untrustStats(obj *wire.Value, id, writeID int16) {
+	obj.Del(writeID)
+	params := obj.Field(id)
+	if params == nil {
+		return
+	}
+	kept := params.Elems[:0]
+	for i := 0; i+1 < len(params.Elems); i += 2 {
+		if string(params.Elems[i].Str) != "COLUMN_STATS_ACCURATE" {
+			kept = append(kept, params.Elems[i], params.Elems[i+1])
+		}
+	}
+	params.Elems = kept
+}
+
+// TransactionalTable says why a Table is transactional ("" when it is not):
+// transactional=true, or any transactional_properties (keys compared
+// ignoring case, as Hive's TransactionalValidationListener does).
+func TransactionalTable(tbl *wire.Value) string {
+	params := tbl.Field(fid("Table", "parameters"))
+	if params == nil || params.Type != wire.TMap {
+		return ""
+	}
+	for i := 0; i+1 < len(params.Elems); i += 2 {
+		k, v := string(params.Elems[i].Str), strings.TrimSpace(string(params.Elems[i+1].Str))
+		switch {
+		case strings.EqualFold(k, "transactional") && strings.EqualFold(v, "true"):
+			return "transactional=" + v
+		case strings.EqualFold(k, "transactional_properties") && v != "":
+			return "transactional_properties=" + v
+		}
+	}
+	return ""
+}
+
+// getTable reads a table for an adapter with get_table_req, declaring the
+// capability every Hive 3.1.3 and 4 client declares (INSERT_ONLY_TABLES):
+// 3.1.3 refuses an insert-only table to a caller without it, which the
+// positional get_table is. The table is field 0 of the result, as
+// get_table's.
+func getTable(c Caller, client string, db, tbl wire.Value) (result, error) {
+	caps := wire.Struct(wire.Field{ID: fid("ClientCapabilities", "values"), V: wire.List(wire.TI32, wire.I32(clientCapabilityInsertOnly))})
+	req := wire.Struct(wire.Field{ID: fid("GetTableRequest", "dbName"), V: db}, wire.Field{ID: fid("GetTableRequest", "tblName"), V: tbl},
+		wire.Field{ID: fid("GetTableRequest", "capabilities"), V: caps})
+	r, err := callInto(c, client, "get_table_req", wire.Struct(wire.Field{ID: 1, V: req}))
+	if err != nil || r.failed {
+		return r, err
+	}
+	if t := r.v.Field(0).Field(fid("GetTableResult", "table")); t != nil {
+		return result{v: success(t)}, nil
+	}
+	return result{}, refused("%s: get_table_req answered no table", client)
+}
+
+// clientCapabilityInsertOnly is ClientCapability.INSERT_ONLY_TABLES.
+const clientCapabilityInsertOnly = 2

@@ -114,7 +114,8 @@ func UnsupportedMessage(method, catalog string, r *Runtime) string {
 }
 
 // HortonworksMessage is the MetaException text for an HDP-only method aimed
-// at a runtime without it.
+// at a runtime without it. It names the runtimes that have the method (HDP
+// and Hive 4 alike), not a kind of runtime.
 func HortonworksMessage(method, catalog string, r *Runtime) string {
 	var have []string
 	for _, x := range Runtimes() {
@@ -122,7 +123,7 @@ func HortonworksMessage(method, catalog string, r *Runtime) string {
 			have = append(have, x.Name)
 		}
 	}
-	return fmt.Sprintf("%s requires a Hortonworks backend runtime that has it (%s); catalog %s runs %s",
+	return fmt.Sprintf("%s needs a backend runtime that has it (%s); catalog %s runs %s, which does not",
 		method, strings.Join(have, " or "), catalog, r.Name)
 }
 

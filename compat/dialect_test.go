@@ -60,3 +60,10 @@ func TestHDP315TableDialectMatchesTheCodec(t *testing.T) {
 		t.Fatal("calls without a Table must not pay for the dialect")
 	}
 }
+
+func decode(t *testing.T, body []byte, s thrift.TStruct) error {
+	t.Helper()
+	buf := thrift.NewTMemoryBuffer()
+	buf.Write(body)
+	return s.Read(context.Background(), thrift.NewTBinaryProtocolConf(buf, nil))
+}

@@ -31,12 +31,20 @@ type Guard struct {
 type Drop struct {
 	Struct, Field string
 	Value         string // as sent by the client, e.g. false, -1, "hive", DEFAULT(0)
-	Why           string // why the runtime implies it
+	Why           string // why the runtime implies it (or, translated, how it keeps it)
+	// Translated: the field was rewritten into the form the runtime keeps
+	// (translate.go), not left out.
+	Translated bool
 }
 
 // API is the to_api label under which the router counts the drop in
 // hms_proxy_backend_fallback_total.
-func (d Drop) API() string { return "dropped_default:" + d.Struct + "." + d.Field }
+func (d Drop) API() string {
+	if d.Translated {
+		return "translated:" + d.Struct + "." + d.Field
+	}
+	return "dropped_default:" + d.Struct + "." + d.Field
+}
 
 // Verdict is what the guard decided for one call: the splices that remove
 // the dropped fields (sorted, non-overlapping, relative to the checked body)
@@ -118,7 +126,8 @@ func (g *Guard) check(method string, body []byte, write bool) (Verdict, error) {
 		return Verdict{}, nil // no field to look at: nothing escapes to the heap for the common call
 	}
 	var out Verdict
-	droppedTo := -1 // end of the last dropped span: fields inside it go with it
+	translated := false // a field with a translation: the call is rewritten below
+	droppedTo := -1     // end of the last dropped span: fields inside it go with it
 	err := wire.Walk(body, plan, 0, func(s *wire.Span) error {
 		if s.Role != wire.RoleField || s.Start < droppedTo {
 			return nil
@@ -138,6 +147,10 @@ func (g *Guard) check(method string, body []byte, write bool) (Verdict, error) {
 			if !ok && !write {
 				return nil // a hint: passed on as it is
 			}
+			if !ok && translationOf(st, f) != nil {
+				translated, droppedTo = true, s.End
+				return nil
+			}
 			if !ok {
 				return refused("%s.%s = %s is set, but the backend runtime %s has no such field and would drop it; %s; hms-proxy does not drop data silently",
 					st.Name, f.Name, renderValue(f.Type, &v), g.r.Name, impliedValues(st, f))
@@ -154,6 +167,34 @@ func (g *Guard) check(method string, body []byte, write bool) (Verdict, error) {
 	})
 	if err != nil {
 		return Verdict{}, err
+	}
+	if translated {
+		return g.translated(method, body)
+	}
+	return out, nil
+}
+
+// translated rewrites a write whose arguments hold a field with a
+// translation: the arguments are decoded, translated, encoded again and
+// checked once more (the translated fields are gone, every other field
+// meets the same rule); the verdict is one patch that replaces the body.
+func (g *Guard) translated(method string, body []byte) (Verdict, error) {
+	args, err := wire.DecodeStruct(body)
+	if err != nil {
+		return Verdict{}, err
+	}
+	drops, err := translate(method, &args, g.r)
+	if err != nil {
+		return Verdict{}, err
+	}
+	nb := args.Encode()
+	v, err := g.check(method, nb, true)
+	if err != nil {
+		return Verdict{}, err
+	}
+	out := Verdict{Patches: []wire.Patch{{Start: 0, End: len(body), Data: wire.Apply(nil, nb, v.Patches)}}}
+	for _, d := range append(drops, v.Dropped...) {
+		out.drop(d)
 	}
 	return out, nil
 }

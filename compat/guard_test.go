@@ -3,6 +3,8 @@ package compat
 import (
 	"bytes"
 	"context"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -136,6 +138,125 @@ func TestGuardDropsFieldsAtTheirImpliedValue(t *testing.T) {
 	}
 	checkDrops(t, "commit_txn", commit(boolp(false)), commit(nil), "CommitTxnRequest.exclWriteEnabled")
 	checkDrops(t, "commit_txn", commit(boolp(true)), commit(nil), "CommitTxnRequest.exclWriteEnabled")
+
+	// HiveServer2 4.x rolling back: the reason code goes, the abort stays.
+	abort := func(code *int64) *thriftgen.AbortTxnArgs {
+		return &thriftgen.AbortTxnArgs{Rqst: &thriftgen.AbortTxnRequest{Txnid: 3, ErrorCode: code}}
+	}
+	checkDrops(t, "abort_txn", abort(i64p(50005)), abort(nil), "AbortTxnRequest.errorCode")
+	plain := thriftgen.TxnType_DEFAULT
+	typed := &thriftgen.AbortTxnArgs{Rqst: &thriftgen.AbortTxnRequest{Txnid: 3, ErrorCode: i64p(50005), TxnType: &plain}}
+	checkDrops(t, "abort_txn", typed, abort(nil), "AbortTxnRequest.txn_type", "AbortTxnRequest.errorCode")
+	aborts := func(code *int64) *thriftgen.AbortTxnsArgs {
+		return &thriftgen.AbortTxnsArgs{Rqst: &thriftgen.AbortTxnsRequest{TxnIds: []int64{3, 4}, ErrorCode: code}}
+	}
+	checkDrops(t, "abort_txns", aborts(i64p(50005)), aborts(nil), "AbortTxnsRequest.errorCode")
+
+	// Column statistics of a non-transactional table after an INSERT or
+	// ANALYZE: writeId 0 (no write id).
+	aggr := func(w *int64) *thriftgen.SetAggrStatsForArgs {
+		return &thriftgen.SetAggrStatsForArgs{Request: &thriftgen.SetPartitionsStatsRequest{ColStats: []*thriftgen.ColumnStatistics{}, WriteId: w}}
+	}
+	checkDrops(t, "set_aggr_stats_for", aggr(i64p(0)), aggr(nil), "SetPartitionsStatsRequest.writeId")
+
+	// Hive 4's DatabaseBuilder: a NATIVE database with createTime 0.
+	native := thriftgen.DatabaseType_NATIVE
+	zero := int32(0)
+	db := func(typ *thriftgen.DatabaseType, ct *int32) *thriftgen.CreateDatabaseArgs {
+		return &thriftgen.CreateDatabaseArgs{Database: &thriftgen.Database{Name: "d", LocationUri: "file:/w/d.db", Type: typ, CreateTime: ct}}
+	}
+	checkDrops(t, "create_database", db(&native, &zero), db(nil, nil), "Database.createTime", "Database.type")
+
+	// A new transactional table: Table.writeId 0.
+	checkDrops(t, "create_table", tbl(i64p(0)), tbl(nil), "Table.writeId")
+}
+
+// Table.dictionary of HiveServer2 4.x's CREATE TABLE is translated into the
+// parameters HiveServer2 3.1.3 writes for a new table; elsewhere (a Hive 4
+// metastore reads it only on create) it is left out; an entry with no
+// older form is refused.
+func TestGuardTranslatesTableDictionary(t *testing.T) {
+	g := guardOf(t, "APACHE_3_1_3")
+	setup := func(enabled bool, cols ...string) map[string][][]byte {
+		js := `{"enabled":` + strconv.FormatBool(enabled) + `,"isIcebergTable":false,"columnNames":[`
+		for i, c := range cols {
+			if i > 0 {
+				js += ","
+			}
+			js += strconv.Quote(c)
+		}
+		return map[string][][]byte{"setStatsStateForCreateTable": {[]byte(js + "]}")}}
+	}
+	table := func(loc string, params map[string]string, dict map[string][][]byte) *thriftgen.Table {
+		t := &thriftgen.Table{TableName: "t", DbName: "db", Owner: "hive", Parameters: params,
+			Sd: &thriftgen.StorageDescriptor{Location: loc, Cols: []*thriftgen.FieldSchema{{Name: "name", Type: "string"}, {Name: "id", Type: "int"}}}}
+		if dict != nil {
+			t.Dictionary = &thriftgen.ObjectDictionary{Values: dict}
+		}
+		return t
+	}
+	decodeTable := func(body []byte, v Verdict) *thriftgen.Table {
+		var args thriftgen.CreateTableArgs
+		if err := decode(t, wire.Apply(nil, body, v.Patches), &args); err != nil {
+			t.Fatal(err)
+		}
+		return args.Tbl
+	}
+	// a new table without a location, the setup naming its columns: what 3.1.3's client writes
+	body := encode(t, context.Background(), &thriftgen.CreateTableArgs{Tbl: table("", map[string]string{"k": "v"}, setup(true, "id", "name"))})
+	v, err := g.Check("create_table", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := decodeTable(body, v)
+	want := map[string]string{"k": "v", "numFiles": "0", "numRows": "0", "totalSize": "0", "rawDataSize": "0",
+		"COLUMN_STATS_ACCURATE": `{"BASIC_STATS":"true","COLUMN_STATS":{"id":"true","name":"true"}}`}
+	if got.Dictionary != nil || !reflect.DeepEqual(got.Parameters, want) {
+		t.Fatalf("create_table: dictionary %v, parameters %v; want no dictionary and %v", got.Dictionary, got.Parameters, want)
+	}
+	if len(v.Dropped) != 1 || v.Dropped[0].API() != "translated:Table.dictionary" {
+		t.Fatalf("the translation must be reported: %+v", v.Dropped)
+	}
+	// no column names in the setup: the table's columns
+	body = encode(t, context.Background(), &thriftgen.CreateTableArgs{Tbl: table("", nil, setup(true))})
+	v, err = g.Check("create_table", body)
+	if err != nil || decodeTable(body, v).Parameters["COLUMN_STATS_ACCURATE"] != `{"BASIC_STATS":"true","COLUMN_STATS":{"id":"true","name":"true"}}` {
+		t.Fatalf("columns from the table: %v %v", decodeTable(body, v).Parameters, err)
+	}
+	// a location (its directory may hold files) or a disabled setup: parameters unchanged
+	for _, tb := range []*thriftgen.Table{table("file:/w/t", map[string]string{"k": "v"}, setup(true, "id")), table("", map[string]string{"k": "v"}, setup(false))} {
+		body = encode(t, context.Background(), &thriftgen.CreateTableArgs{Tbl: tb})
+		v, err = g.Check("create_table", body)
+		if got := decodeTable(body, v); err != nil || got.Dictionary != nil || !reflect.DeepEqual(got.Parameters, map[string]string{"k": "v"}) {
+			t.Fatalf("parameters must stay as sent: %+v %v", got, err)
+		}
+	}
+	// alter: read by no Hive 4 metastore, left out
+	alter := encode(t, context.Background(), &thriftgen.AlterTableArgs{Dbname: "db", TblName: "t", NewTbl: table("", map[string]string{"k": "v"}, setup(true, "id"))})
+	v, err = g.Check("alter_table", alter)
+	var aargs thriftgen.AlterTableArgs
+	if err != nil || decode(t, wire.Apply(nil, alter, v.Patches), &aargs) != nil || aargs.NewTbl.Dictionary != nil ||
+		!reflect.DeepEqual(aargs.NewTbl.Parameters, map[string]string{"k": "v"}) {
+		t.Fatalf("alter_table: %+v %v", aargs.NewTbl, err)
+	}
+	// an entry nobody can keep
+	checkRefused(t, "APACHE_3_1_3", "create_table", &thriftgen.CreateTableArgs{Tbl: table("", nil, map[string][][]byte{"somethingElse": {[]byte("x")}})},
+		`the entry "somethingElse" of Table.dictionary`)
+	// the creating transaction of a transactional table: left out, unless
+	// it names a soft-delete directory the older runtime cannot make
+	txn := func(params map[string]string) *thriftgen.CreateTableArgs {
+		return &thriftgen.CreateTableArgs{Tbl: &thriftgen.Table{TableName: "t", DbName: "db", Parameters: params, TxnId: i64p(12)}}
+	}
+	body2 := encode(t, context.Background(), txn(map[string]string{"transactional": "true"}))
+	if v, err := g.Check("create_table", body2); err != nil || decodeTable(body2, v).TxnId != nil || v.Dropped[0].API() != "translated:Table.txnId" {
+		t.Fatalf("Table.txnId without soft_delete: %+v %v", v, err)
+	}
+	checkRefused(t, "APACHE_3_1_3", "create_table", txn(map[string]string{"transactional": "true", "soft_delete": "true"}),
+		"Table.txnId = 12 with soft_delete=true", "hive.acid.createtable.softdelete=false")
+	// Hive 4 has the field: untouched
+	if v, err := guardOf(t, "APACHE_4_1_0").Check("create_table", body); err != nil || len(v.Patches) != 0 {
+		t.Fatalf("a Hive 4 backend gets the dictionary: %+v %v", v, err)
+	}
 }
 
 // A value that asks for something 3.1.3 cannot do is refused, naming the
@@ -154,8 +275,12 @@ func TestGuardRefusesMeaningfulValues(t *testing.T) {
 	checkRefused(t, "APACHE_3_1_3", "lock", &thriftgen.LockArgs{Rqst: &thriftgen.LockRequest{User: "u", Hostname: "h",
 		Component:           []*thriftgen.LockComponent{{Type: thriftgen.LockType_SHARED_WRITE, Level: thriftgen.LockLevel_TABLE, Dbname: "db"}},
 		ZeroWaitReadEnabled: boolp(true)}}, "LockRequest.zeroWaitReadEnabled = true", "hive.txn.xlock.write=true")
-	checkRefused(t, "APACHE_3_1_3", "abort_txn", &thriftgen.AbortTxnArgs{Rqst: &thriftgen.AbortTxnRequest{Txnid: 3, ErrorCode: i64p(50005)}},
-		"AbortTxnRequest.errorCode = 50005", "no value of it is implied")
+	// Statistics tied to a transaction's write id: 3.1.3 cannot tie them.
+	checkRefused(t, "APACHE_3_1_3", "set_aggr_stats_for", &thriftgen.SetAggrStatsForArgs{Request: &thriftgen.SetPartitionsStatsRequest{
+		ColStats: []*thriftgen.ColumnStatistics{}, WriteId: i64p(7)}}, "SetPartitionsStatsRequest.writeId = 7", "-1 (its IDL default) or 0")
+	remote := thriftgen.DatabaseType_REMOTE
+	checkRefused(t, "APACHE_3_1_3", "create_database", &thriftgen.CreateDatabaseArgs{Database: &thriftgen.Database{Name: "d", Type: &remote}},
+		"Database.type = REMOTE(2)", "NATIVE(1)")
 	checkRefused(t, "APACHE_3_1_3", "add_partitions_req", &thriftgen.AddPartitionsReqArgs{Request: &thriftgen.AddPartitionsRequest{
 		DbName: "db", TblName: "t", Parts: []*thriftgen.Partition{}, SkipColumnSchemaForPartition: boolp(true)}},
 		"AddPartitionsRequest.skipColumnSchemaForPartition = true")

@@ -64,6 +64,30 @@ var documentedUnset = []unsetValue{
 	// (clonePart false) is exactly the older rename_partition.
 	{"RenamePartitionRequest", "txnId", "0", "no transaction: the older rename_partition", nil},
 	{"RenamePartitionRequest", "clonePart", "false", "older runtimes move the partition's data on rename", nil},
+	// Write ids start at 1: 0 is "no write". HiveServer2 4.x sends it with
+	// the column statistics of a table that has no write ids (not
+	// transactional), which a Hive 4 metastore reads only for transactional
+	// tables (ObjectStore.updateTableColumnStatistics); and on the Table of a
+	// new transactional table, which no write has touched yet.
+	{"SetPartitionsStatsRequest", "writeId", "0", "0 is no write id: the statistics are not tied to a transactional snapshot, which older runtimes never do", nil},
+	{"Table", "writeId", "0", "0 is no write id: no transactional statistics to tie to a write", nil},
+	{"Partition", "writeId", "0", "0 is no write id: no transactional statistics to tie to a write", nil},
+	// Hive 4's database kinds: NATIVE is the metastore's own database, the
+	// only kind older runtimes have (REMOTE, a connector's, is refused).
+	{"CreateDatabaseRequest", "type", "NATIVE(1)", "older runtimes have native databases only", nil},
+	{"Database", "type", "NATIVE(1)", "older runtimes have native databases only", nil},
+	// Hive 4's DatabaseBuilder always sets createTime (0 when not given); a
+	// Hive 4.1 metastore replaces whatever the client sent with its own
+	// clock (HMSHandler.create_database_core), as older runtimes do.
+	{"CreateDatabaseRequest", "createTime", "*", "the metastore sets a database's creation time itself, whatever the client sends", nil},
+	{"Database", "createTime", "*", "the metastore sets a database's creation time itself, whatever the client sends", nil},
+	// Why HiveServer2 4.x rolls a transaction back: a Hive 4 metastore
+	// writes the code into TXNS.TXN_META_INFO for diagnostics; the abort
+	// itself is the same, and an older runtime aborts without a reason. An
+	// abort must always get through: it is how a client undoes a statement.
+	{"AbortTxnRequest", "errorCode", "*", "a diagnostic code; the older runtime aborts the same transaction without recording a reason", nil},
+	{"AbortTxnsRequest", "errorCode", "*", "a diagnostic code; the older runtime aborts the same transactions without recording a reason", nil},
+	{"AbortTxnRequest", "txn_type", "DEFAULT(0)", "an ordinary transaction, the only kind an older runtime opens for a client", nil},
 	// Hive 4's client wraps every truncate in an environment context saying
 	// whether to keep the files; keeping none is what truncate_table does.
 	{"TruncateTableRequest", "environmentContext", `{truncateSkipDataDeletion: "false"}`,
@@ -73,7 +97,6 @@ var documentedUnset = []unsetValue{
 // refusalHints tell an operator how a known client avoids a refused value.
 var refusalHints = map[string]string{
 	"LockRequest.zeroWaitReadEnabled": "HiveServer2 4.x sends true unless hive.txn.xlock.write=true and hive.txn.xlock.iow=true (its default); set them on HiveServer2 for this catalog",
-	"AbortTxnRequest.errorCode":       "HiveServer2 4.x records why it rolls a transaction back, which this runtime cannot store",
 }
 
 // onlyProperties matches an EnvironmentContext whose properties are exactly

@@ -203,7 +203,14 @@ func (b *builder) statistics() {
 	}
 	b.lacking(0, &Adapter{Method: "delete_column_statistics_req", To: "delete_table_column_statistics",
 		Why: "Hive 4 only; 3.1.3 deletes statistics per column (and per partition)", Run: deleteColumnStatisticsReq})
+	b.always(mergeFails, &Adapter{Method: "set_aggr_stats_for", To: "set_aggr_stats_for",
+		Why: "3.1.3 cannot merge statistics (its merger fails): statistics that would need a merge are deleted instead, as Hive leaves out what it cannot merge; a transactional table's statistics are stored untrusted, as Hive 4.1 without transactional statistics stores them",
+		Run: mergeStatsOn313})
 }
+
+// mergeFails are the runtimes whose set_aggr_stats_for fails merging
+// (observed with Hive 3.1.3; see mergeStatsOn313).
+var mergeFails = runtimesWhere(func(r *Runtime) bool { return r.Name == "APACHE_3_1_3" })
 
 func updateStats(c Caller, args *wire.Value, method, to string) (wire.Value, error) {
 	r := newRequest(method, args)
@@ -230,4 +237,185 @@ func updateStats(c Caller, args *wire.Value, method, to string) (wire.Value, err
 	}
 	resp := wire.Struct(wire.Field{ID: fid("SetPartitionsStatsResponse", "result"), V: wire.Bool(ok)})
 	return success(&resp), nil
+}
+
+// ---- merging statistics on 3.1.3 --------------------------------------------
+
+// Hive 3.1.3's set_aggr_stats_for with needMerge=true fails whenever the
+// table or partition already has statistics for a column: its merger casts
+// the statistics it just read from the request to the cached-object class
+// (LongColumnStatsMerger → LongColumnStatsDataInspector) and the metastore
+// thread dies with a ClassCastException, after the INSERT that sent them
+// has written its data. HiveServer2 asks for a merge on every INSERT INTO a
+// table with column statistics. The adapter does what Hive's own merge does
+// with statistics it cannot merge (MetaStoreServerUtils.getMergableCols
+// leaves out every column whose stored statistics are not accurate): the
+// stored statistics of those columns are deleted, so nothing claims to
+// describe data it does not, and the new ones are not written; columns
+// without stored statistics get the new ones, which a merge with nothing
+// leaves as they are.
+func mergeStatsOn313(c Caller, args *wire.Value) (wire.Value, error) {
+	const m = "set_aggr_stats_for"
+	req := arg1(args)
+	needMerge, colStats := fid("SetPartitionsStatsRequest", "needMerge"), fid("SetPartitionsStatsRequest", "colStats")
+	writeID, list := fid("SetPartitionsStatsRequest", "writeId"), fid("SetPartitionsStatsRequest", "validWriteIdList")
+	// A transactional table's statistics, tied to a snapshot: stored as a
+	// Hive 4.1 metastore without transactional statistics stores them (see
+	// txnStats): the write id and list ignored, the statistics not trusted.
+	txnTied := positive(req.Field(writeID)) || isSet(req.Field(list))
+	var keep []wire.Value
+	if l := req.Field(colStats); l != nil {
+		for _, cs := range l.Elems {
+			if !isTrue(req.Field(needMerge)) {
+				keep = append(keep, cs)
+				continue
+			}
+			fresh, v, stop, err := unmergedColumns(c, cs)
+			if stop || err != nil {
+				return v, err
+			}
+			if fresh != nil {
+				keep = append(keep, *fresh)
+			}
+		}
+	}
+	out := wire.Value{Type: wire.TStruct}
+	for _, f := range req.Fields {
+		if f.ID != needMerge && f.ID != colStats && !(txnTied && (f.ID == writeID || f.ID == list)) {
+			out.Fields = append(out.Fields, f)
+		}
+	}
+	ok := true // nothing left to write: every column's stored statistics were dropped, as asked
+	if len(keep) > 0 {
+		l := wire.List(wire.TStruct)
+		l.Elems = keep
+		out.Set(colStats, l)
+		res, err := callInto(c, m, m, wire.Struct(wire.Field{ID: 1, V: out}))
+		if err != nil || res.failed {
+			return res.v, err
+		}
+		ok = isTrue(res.v.Field(0))
+	}
+	if txnTied {
+		for _, cs := range keep {
+			if v, stop, err := untrustStored(c, cs); stop || err != nil {
+				return v, err
+			}
+		}
+	}
+	return success(ptr(wire.Bool(ok))), nil
+}
+
+// untrustStored removes COLUMN_STATS_ACCURATE (and the statistics' write id)
+// from the table or partition a ColumnStatistics describes, as a Hive 4.1
+// metastore without transactional statistics does when it stores a
+// transactional table's column statistics
+// (ObjectStore.updateTableColumnStatistics: setBasicStatsState "false").
+func untrustStored(c Caller, cs wire.Value) (wire.Value, bool, error) {
+	const m = "set_aggr_stats_for"
+	desc := cs.Field(fid("ColumnStatistics", "statsDesc"))
+	db, tbl := *desc.Field(fid("ColumnStatisticsDesc", "dbName")), *desc.Field(fid("ColumnStatisticsDesc", "tableName"))
+	env := wire.Struct(wire.Field{ID: fid("EnvironmentContext", "properties"),
+		V: wire.Value{Type: wire.TMap, KeyType: wire.TString, ElemType: wire.TString, Elems: []wire.Value{wire.Str("DO_NOT_UPDATE_STATS"), wire.Str("true")}}})
+	if isTrue(desc.Field(fid("ColumnStatisticsDesc", "isTblLevel"))) {
+		r, err := getTable(c, m, db, tbl)
+		if err != nil || r.failed {
+			return r.v, true, err
+		}
+		t := *r.v.Field(0)
+		untrustStats(&t, fid("Table", "parameters"), fid("Table", "writeId"))
+		r, err = callInto(c, m, "alter_table_with_environment_context", wire.Struct(wire.Field{ID: 1, V: db}, wire.Field{ID: 2, V: tbl},
+			wire.Field{ID: 3, V: t}, wire.Field{ID: 4, V: env}))
+		return r.v, err != nil || r.failed, err
+	}
+	part := desc.Field(fid("ColumnStatisticsDesc", "partName"))
+	if part == nil {
+		return wire.Value{}, true, refused("%s: partition statistics without a partName", m)
+	}
+	r, err := callInto(c, m, "get_partitions_by_names", wire.Struct(wire.Field{ID: 1, V: db}, wire.Field{ID: 2, V: tbl},
+		wire.Field{ID: 3, V: wire.List(wire.TString, *part)}))
+	if err != nil || r.failed {
+		return r.v, true, err
+	}
+	parts := *r.v.Field(0)
+	for i := range parts.Elems {
+		untrustStats(&parts.Elems[i], fid("Partition", "parameters"), fid("Partition", "writeId"))
+	}
+	r, err = callInto(c, m, "alter_partitions_with_environment_context", wire.Struct(wire.Field{ID: 1, V: db}, wire.Field{ID: 2, V: tbl},
+		wire.Field{ID: 3, V: parts}, wire.Field{ID: 4, V: env}))
+	return r.v, err != nil || r.failed, err
+}
+
+// unmergedColumns splits one ColumnStatistics: the columns that already
+// have stored statistics lose them (deleted on the backend), the others
+// are returned to be written (nil: none). stop reports a backend answer to
+// hand to the client (v).
+func unmergedColumns(c Caller, cs wire.Value) (fresh *wire.Value, v wire.Value, stop bool, err error) {
+	const m = "set_aggr_stats_for"
+	desc := cs.Field(fid("ColumnStatistics", "statsDesc"))
+	objs := cs.Field(fid("ColumnStatistics", "statsObj"))
+	if desc == nil || objs == nil {
+		return nil, wire.Value{}, false, refused("%s: a ColumnStatistics without statsDesc or statsObj", m)
+	}
+	db, tbl := *desc.Field(fid("ColumnStatisticsDesc", "dbName")), *desc.Field(fid("ColumnStatisticsDesc", "tableName"))
+	part := desc.Field(fid("ColumnStatisticsDesc", "partName"))
+	tblLevel := isTrue(desc.Field(fid("ColumnStatisticsDesc", "isTblLevel")))
+	names := wire.List(wire.TString)
+	for _, o := range objs.Elems {
+		names.Elems = append(names.Elems, *o.Field(fid("ColumnStatisticsObj", "colName")))
+	}
+	stored := map[string]bool{}
+	if tblLevel {
+		r, err := callInto(c, m, "get_table_statistics_req", wire.Struct(wire.Field{ID: 1, V: wire.Struct(
+			wire.Field{ID: fid("TableStatsRequest", "dbName"), V: db}, wire.Field{ID: fid("TableStatsRequest", "tblName"), V: tbl},
+			wire.Field{ID: fid("TableStatsRequest", "colNames"), V: names})}))
+		if err != nil || r.failed {
+			return nil, r.v, true, err
+		}
+		if l := r.v.Field(0).Field(fid("TableStatsResult", "tableStats")); l != nil {
+			for _, o := range l.Elems {
+				stored[strings.ToLower(o.Field(fid("ColumnStatisticsObj", "colName")).String())] = true
+			}
+		}
+	} else {
+		if part == nil {
+			return nil, wire.Value{}, false, refused("%s: partition statistics without a partName", m)
+		}
+		r, err := callInto(c, m, "get_partitions_statistics_req", wire.Struct(wire.Field{ID: 1, V: wire.Struct(
+			wire.Field{ID: fid("PartitionsStatsRequest", "dbName"), V: db}, wire.Field{ID: fid("PartitionsStatsRequest", "tblName"), V: tbl},
+			wire.Field{ID: fid("PartitionsStatsRequest", "colNames"), V: names},
+			wire.Field{ID: fid("PartitionsStatsRequest", "partNames"), V: wire.List(wire.TString, *part)})}))
+		if err != nil || r.failed {
+			return nil, r.v, true, err
+		}
+		if mp := r.v.Field(0).Field(fid("PartitionsStatsResult", "partStats")); mp != nil {
+			for i := 0; i+1 < len(mp.Elems); i += 2 {
+				for _, o := range mp.Elems[i+1].Elems {
+					stored[strings.ToLower(o.Field(fid("ColumnStatisticsObj", "colName")).String())] = true
+				}
+			}
+		}
+	}
+	kept := wire.List(wire.TStruct)
+	for _, o := range objs.Elems {
+		col := *o.Field(fid("ColumnStatisticsObj", "colName"))
+		if !stored[strings.ToLower(col.String())] {
+			kept.Elems = append(kept.Elems, o)
+			continue
+		}
+		method, a := "delete_table_column_statistics", wire.Struct(wire.Field{ID: 1, V: db}, wire.Field{ID: 2, V: tbl}, wire.Field{ID: 3, V: col})
+		if !tblLevel {
+			method, a = "delete_partition_column_statistics", wire.Struct(wire.Field{ID: 1, V: db}, wire.Field{ID: 2, V: tbl}, wire.Field{ID: 3, V: *part}, wire.Field{ID: 4, V: col})
+		}
+		r, err := callInto(c, m, method, a)
+		if err != nil || r.failed {
+			return nil, r.v, true, err
+		}
+	}
+	if len(kept.Elems) == 0 {
+		return nil, wire.Value{}, false, nil
+	}
+	out := wire.Value{Type: wire.TStruct, Fields: append([]wire.Field(nil), cs.Fields...)}
+	out.Set(fid("ColumnStatistics", "statsObj"), kept)
+	return &out, wire.Value{}, false, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hms-proxy/hms-proxy/compat"
+
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -108,25 +110,8 @@ const (
 	tableParamsField int16 = 9
 )
 
-// transactionalTable says why a Table is transactional ("" when it is not):
-// transactional=true, or any transactional_properties (keys compared ignoring
-// case, as Hive's TransactionalValidationListener does).
-func transactionalTable(tbl *wire.Value) string {
-	params := tbl.Field(tableParamsField)
-	if params == nil || params.Type != wire.TMap {
-		return ""
-	}
-	for i := 0; i+1 < len(params.Elems); i += 2 {
-		k, v := string(params.Elems[i].Str), strings.TrimSpace(string(params.Elems[i+1].Str))
-		switch {
-		case strings.EqualFold(k, "transactional") && strings.EqualFold(v, "true"):
-			return "transactional=" + v
-		case strings.EqualFold(k, "transactional_properties") && v != "":
-			return "transactional_properties=" + v
-		}
-	}
-	return ""
-}
+// transactionalTable says why a Table is transactional ("" when it is not).
+func transactionalTable(tbl *wire.Value) string { return compat.TransactionalTable(tbl) }
 
 // ddlTablePaths maps every create_table* and alter_table* RPC of the schema to
 // the paths (field ids from its args struct) of the Table structs it carries,

@@ -569,12 +569,21 @@ func (r *Router) planSingle(req *request) {
 		// the metastore's own form ("hive", what Hive clients fill in and
 		// what federation.preserve-backend-catalog-name=true answers)
 		// names the catalog whose metastore has it, so routing does not
-		// depend on that key.
+		// depend on that key. A write that names no namespace at all
+		// (add_runtime_stats, an empty add_partitions, a scheduled query)
+		// is ambiguous only when there is more than one catalog it could be
+		// for; with one, it is that one's.
+		cats := r.ns.Catalogs()
 		if b := rt.backendNamed; b != nil && !rt.unprefixed && len(p.DBs) == 0 {
 			cat = b
-		} else if !rt.unprefixed && len(p.DBs) == 0 && spec.Unrouted == Refuse {
+		} else if !rt.unprefixed && len(p.DBs) == 0 && spec.Unrouted == Refuse && len(cats) > 1 {
+			names := make([]string, len(cats))
+			for i, c := range cats {
+				names[i] = c.Name
+			}
 			p.Kind, p.Refusal = PlanRefuse, refusal(RefuseMeta, "namespace_less",
-				"%s names no catalog or database; hms-proxy refuses namespace-less global writes in a multi-catalog deployment instead of guessing a target", m.Name)
+				"%s is a namespace-less write: it names no catalog or database, and this deployment has %d catalogs (%s): hms-proxy routes a write to exactly one catalog and does not guess which",
+				m.Name, len(cats), strings.Join(names, ", "))
 			return
 		}
 		p.DefaultRouted = cat.Default

@@ -307,6 +307,32 @@ func TestRewriteErrTextNamesOnlyTheCallsDatabases(t *testing.T) {
 	}
 }
 
+// A write that names no namespace is refused only where there is a choice:
+// in several catalogs, naming them; with one catalog it is that catalog's.
+func TestNamespaceLessWritesInOneAndSeveralCatalogs(t *testing.T) {
+	stat := wire.Struct(wire.Field{ID: 1, V: wire.Struct(wire.Field{ID: 2, V: wire.I32(1)}, wire.Field{ID: 3, V: wire.Str("x")})})
+	emptyParts := wire.Struct(wire.Field{ID: 1, V: wire.List(wire.TStruct)})
+	several := testRouter(t)
+	for _, c := range []struct {
+		method string
+		args   wire.Value
+	}{{"add_runtime_stats", stat}, {"add_partitions", emptyParts}} {
+		expectRefusal(t, c.method, planOf(t, several, c.method, c.args), "namespace_less",
+			"names no catalog or database", "3 catalogs (catalog1, catalog2, catalog3)")
+	}
+	one := testRouter(t, "catalogs=catalog1", "-catalog.catalog2.conf.hive.metastore.uris", "-catalog.catalog3.conf.hive.metastore.uris",
+		"-catalog.catalog3.runtime-profile")
+	for _, m := range []string{"add_runtime_stats", "add_partitions"} {
+		args := stat
+		if m == "add_partitions" {
+			args = emptyParts
+		}
+		if p := planOf(t, one, m, args); p.Kind != PlanSingle || p.Target.Name != "catalog1" {
+			t.Fatalf("%s in a one-catalog deployment: want it forwarded to catalog1, got %s", m, p)
+		}
+	}
+}
+
 // Catalogs are the proxy's configuration: create/drop/alter_catalog never
 // reach a metastore. Dropping or altering one that does not exist answers as
 // the client's metastore version does (the e2e test compares with real

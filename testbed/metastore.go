@@ -247,18 +247,23 @@ func registerCleanup(t testing.TB, m *Metastore) {
 // Stop stops the metastore: SIGTERM to its process group, SIGKILL after 15 s. Idempotent. Reports an error if the
 // metastore had already died on its own.
 func (m *Metastore) Stop() error {
-	m.mu.Lock()
-	p := m.proc
-	m.proc = nil
-	m.mu.Unlock()
+	return stopOwned(&m.mu, &m.proc, fmt.Sprintf("Hive %s metastore %s", m.Version, m.URI), m.logPath())
+}
+
+// stopOwned stops the JVM *proc (guarded by mu) of a test-bed server: SIGTERM, SIGKILL after 15 s. Idempotent;
+// reports an error naming what (with its log's tail) if the JVM had died on its own.
+func stopOwned(mu *sync.Mutex, proc **jvm, what, log string) error {
+	mu.Lock()
+	p := *proc
+	*proc = nil
+	mu.Unlock()
 	if p == nil {
 		return nil
 	}
 	diedBefore := p.exited()
 	p.stop(15 * time.Second)
 	if diedBefore {
-		return fmt.Errorf("testbed: Hive %s metastore %s had exited on its own (%v); log %s:\n%s",
-			m.Version, m.URI, p.err, m.logPath(), tailFile(m.logPath(), 40))
+		return fmt.Errorf("testbed: %s had exited on its own (%v); log %s:\n%s", what, p.err, log, tailFile(log, 40))
 	}
 	return nil
 }
@@ -360,8 +365,6 @@ func (m *Metastore) conf() []string {
 		// the schema (ACID tables included) comes from Hive's schema tool via the template; no version check
 		"metastore.schema.verification=false",
 		"datanucleus.schema.autoCreateAll=false",
-		// the default proxy class lives in hive-exec, which a standalone metastore does not have
-		"metastore.expression.proxy=org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy",
 		// Embedded Derby deadlocks on concurrent metadata writes (row locks taken by the partition scans of two
 		// drop_table calls, 20 s until Derby picks a victim, sometimes a failed call). One connection for the
 		// object store serializes its transactions, as Hive's TxnHandler already does on Derby.
@@ -385,11 +388,17 @@ func (m *Metastore) conf() []string {
 	}
 	switch m.Version {
 	case Hive313:
+		// the default proxy class lives in hive-exec, which the standalone 3.1.3 metastore does not have (and its
+		// hive-exec could not read Hive 4's serialized expressions anyway: Kryo classes changed)
+		c = append(c, "metastore.expression.proxy=org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy")
 		// the default list names repl.DumpDirCleanerTask, which lives in hive-exec
 		c = append(c, "metastore.task.threads.always=org.apache.hadoop.hive.metastore.events.EventCleanerTask,"+
 			"org.apache.hadoop.hive.metastore.RuntimeStatsCleanerTask")
 	case Hive410:
 		c = append(c,
+			// hive-exec 4.1.0 is on this metastore's class path: partition filters by expression work, as in a
+			// Hive 4 installation (HiveServer2's partition pruning and DROP PARTITION use them)
+			"metastore.expression.proxy=org.apache.hadoop.hive.ql.optimizer.ppr.PartitionExpressionForMetastore",
 			"metastore.thrift.bind.host=127.0.0.1",
 			"metastore.warehouse.external.dir="+filepath.Join(m.Dir, "external"),
 			// a blank transformer keeps MANAGED tables managed (as Hive's own client tests do)
@@ -471,12 +480,13 @@ func (m *Metastore) start() error {
 	return nil
 }
 
-// classpath is conf, Hive's lib folder (all of it, or every jar but the excluded ones) and a storage lib folder.
+// classpath is conf, Hive's lib folder (all of it, or every jar but the excluded ones), a storage lib folder and
+// hive-exec for 3.1.3.
 func (m *Metastore) classpath() (string, error) {
 	sep := string(filepath.ListSeparator)
 	st := m.storage
 	if st == nil {
-		return filepath.Join(m.Dir, "conf") + sep + filepath.Join(libDir(m.Version), "*"), nil
+		return filepath.Join(m.Dir, "conf") + sep + filepath.Join(libDir(m.Version), "*") + m.hiveExec(), nil
 	}
 	parts := []string{filepath.Join(m.Dir, "conf")}
 	if len(st.Exclude) == 0 {
@@ -499,7 +509,16 @@ func (m *Metastore) classpath() (string, error) {
 	if st.LibDir != "" {
 		parts = append(parts, filepath.Join(st.LibDir, "*"))
 	}
-	return strings.Join(parts, sep), nil
+	return strings.Join(parts, sep) + m.hiveExec(), nil
+}
+
+// hiveExec is, for 3.1.3, hive-exec last on the class path (as a Hive 3.1.3 installation has it: full ACID tables
+// need its input formats); "" for other versions.
+func (m *Metastore) hiveExec() string {
+	if m.Version != Hive313 {
+		return ""
+	}
+	return string(filepath.ListSeparator) + filepath.Join(buildOf("build", Hive313), "hiveexec", "*")
 }
 
 func protection(k *MetastoreKerberos) string {

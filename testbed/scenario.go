@@ -65,6 +65,10 @@ func RunScenario(client Version, uri string, scenario string, args ...string) ([
 	jargs := append([]string{}, driverJVM...)
 	jargs = append(jargs, flags...)
 	cp := driverJar(client) + string(filepath.ListSeparator) + filepath.Join(libDir(client), "*")
+	if scenario == "hs2sql" {
+		// Hive JDBC 4.1.0 and the HiveServer2 classes it uses (testbed/hiveserver2.go)
+		cp = filepath.Join(hs2Dir(), "*") + string(filepath.ListSeparator) + cp
+	}
 	if scenario == "iceberg" {
 		// Iceberg first: Hive 4.1's hive-exec bundles older copies of some of its libraries (Parquet).
 		cp = filepath.Join(icebergDir(client), "*") + string(filepath.ListSeparator) + cp

@@ -62,6 +62,18 @@ func (v *Value) Set(id int16, x Value) {
 	v.Fields = append(v.Fields, Field{ID: id, V: x})
 }
 
+// Put sets key to val in a map<string,string> value (v.Elems holds keys and
+// values in turn), replacing the entry of an equal key or appending one.
+func (v *Value) Put(key, val string) {
+	for i := 0; i+1 < len(v.Elems); i += 2 {
+		if string(v.Elems[i].Str) == key {
+			v.Elems[i+1] = Str(val)
+			return
+		}
+	}
+	v.Elems = append(v.Elems, Str(key), Str(val))
+}
+
 // Del removes a field; it reports whether it was present.
 func (v *Value) Del(id int16) bool {
 	for i := range v.Fields {

@@ -251,7 +251,8 @@ type adapterRow struct {
 }
 
 func adapterRows() []adapterRow {
-	return append(baseAdapterRows(), hive4ClientAdapterRows()...) // the latter: hive4client_test.go
+	rows := append(baseAdapterRows(), hive4ClientAdapterRows()...) // the latter: hive4client_test.go
+	return append(rows, hiveServer2AdapterRows()...)               // hiveserver2_test.go
 }
 
 func baseAdapterRows() []adapterRow {
@@ -559,9 +560,24 @@ func baseAdapterRows() []adapterRow {
 			}
 			e.backendSaw(t, e.tap2, "alter_partitions_req", e.db, "alter_partitions_with_environment_context")
 		}},
-		{name: "alter_partitions_req with a writeId", method: "alter_partitions_req", refusal: true, run: func(t *testing.T, e *adapterEnv) {
-			_, err := e.c4.AlterPartitionsReq(ctx(t), &thriftgen.AlterPartitionsRequest{DbName: e.ext(), TableName: "pt", Partitions: []*thriftgen.Partition{}, WriteId: adI64(4)})
-			e.refused(t, err, "writeId")
+		{name: "alter_partitions_req with a writeId", method: "alter_partitions_req", run: func(t *testing.T, e *adapterEnv) {
+			// a transactional table's statistics: kept without COLUMN_STATS_ACCURATE, as a Hive 4.1
+			// metastore without transactional statistics keeps them
+			e.partitioned(t, "pt", "1")
+			part, err := e.direct.GetPartition(ctx(t), e.db, "pt", []string{"1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			part.DbName, part.Parameters = e.ext(), map[string]string{"numRows": "5", "COLUMN_STATS_ACCURATE": `{"BASIC_STATS":"true"}`}
+			if _, err := e.c4.AlterPartitionsReq(ctx(t), &thriftgen.AlterPartitionsRequest{DbName: e.ext(), TableName: "pt",
+				Partitions: []*thriftgen.Partition{part}, WriteId: adI64(4), ValidWriteIdList: strp(e.db + ".pt:4:9223372036854775807::")}); err != nil {
+				t.Fatal(err)
+			}
+			e.backendSaw(t, e.tap2, "alter_partitions_req", e.db, "alter_partitions_with_environment_context")
+			got, err := e.direct.GetPartition(ctx(t), e.db, "pt", []string{"1"})
+			if err != nil || got.Parameters["numRows"] != "5" || got.Parameters["COLUMN_STATS_ACCURATE"] != "" {
+				t.Fatalf("the partition's statistics must be stored, not marked accurate: %+v %v", got, err)
+			}
 		}},
 		{name: "append_partition_req by values", method: "append_partition_req", run: func(t *testing.T, e *adapterEnv) {
 			e.partitioned(t, "pt")
@@ -900,7 +916,7 @@ func baseAdapterRows() []adapterRow {
 			if !wantPart && wantTable {
 				// get_table first: whether the table is partitioned decides
 				// what "not table level" means.
-				e.backendSaw(t, e.tap2, "delete_column_statistics_req", e.db, "get_table", "delete_partition_column_statistics")
+				e.backendSaw(t, e.tap2, "delete_column_statistics_req", e.db, "get_table_req", "delete_partition_column_statistics")
 			}
 		}},
 		{name: "get_max_allocated_table_write_id", method: "get_max_allocated_table_write_id", run: func(t *testing.T, e *adapterEnv) {
@@ -1090,8 +1106,6 @@ func TestAdapterlessHive4MethodsAnswerUnknownMethod(t *testing.T) {
 	e := newAdapterEnv(t, false)
 	_, err := e.c4.GetDataconnectors(ctx(t))
 	adAppErr(t, err, thrift.UNKNOWN_METHOD, "get_dataconnectors", "catalog1", "APACHE_3_1_3")
-	_, err = e.c4.ScheduledQueryPoll(ctx(t), &thriftgen.ScheduledQueryPollRequest{ClusterNamespace: "e2e"})
-	adAppErr(t, err, thrift.UNKNOWN_METHOD, "scheduled_query_poll", "catalog1", "APACHE_3_1_3")
 	err = e.c4.CreateStoredProcedure(ctx(t), &thriftgen.StoredProcedure{Name: "p1", DbName: e.ext(), CatName: "hive", OwnerName: "e2e", Source: "begin end"})
 	adAppErr(t, err, thrift.UNKNOWN_METHOD, "create_stored_procedure", "catalog2", "APACHE_3_1_3")
 	_, err = e.c4.GetAllPackages(ctx(t), &thriftgen.ListPackageRequest{CatName: "hive", DbName: strp(e.ext())})
@@ -1106,9 +1120,9 @@ func TestAdapterHortonworksOnlyMethodsRefusedOnApacheBackend(t *testing.T) {
 	_, err := e.c4.AddWriteNotificationLog(ctx(t), &thriftgen.WriteNotificationLogRequest{TxnId: 1, WriteId: 1, Db: e.ext(), Table: "t1",
 		FileInfo: &thriftgen.InsertEventRequestData{FilesAdded: []string{"file:///tmp/f"}}})
 	// add_write_notification_log declares no exception: TApplicationException.
-	adAppErr(t, err, thrift.INTERNAL_ERROR, "add_write_notification_log requires a Hortonworks backend runtime", "catalog2", "APACHE_3_1_3")
+	adAppErr(t, err, thrift.INTERNAL_ERROR, "add_write_notification_log needs a backend runtime that has it", "catalog2", "APACHE_3_1_3")
 	_, err = e.c4.GetTablesExt(ctx(t), &thriftgen.GetTablesExtRequest{Catalog: "hive", Database: e.ext(), TableNamePattern: "*", RequestedFields: 1})
-	metaErr(t, err, "get_tables_ext requires a Hortonworks backend runtime", "catalog2", "APACHE_3_1_3")
+	metaErr(t, err, "get_tables_ext needs a backend runtime that has it", "catalog2", "APACHE_3_1_3")
 	e.noBackendCall(t, "Hortonworks-only methods")
 }
 

@@ -436,19 +436,19 @@ func TestHDPOnlyMethodsPassThroughOnlyToHortonworksBackends(t *testing.T) {
 	// To the real 3.1.3 catalog and to the 3.1.3 probe: refused before the backend.
 	for _, cat := range []string{"apache", "probe"} {
 		_, err := c.GetTablesExt(hctx, ext(cat, cat+"__sales"))
-		metaErr(t, err, "get_tables_ext requires a Hortonworks backend runtime", cat)
+		metaErr(t, err, "get_tables_ext needs a backend runtime that has it", cat)
 		// add_write_notification_log declares no exception: the refusal is a
 		// TApplicationException carrying the same text.
 		_, err = c.AddWriteNotificationLog(hctx, notification(cat+"__sales"))
-		appErr(t, err, thrift.INTERNAL_ERROR, "add_write_notification_log requires a Hortonworks backend runtime", cat)
+		appErr(t, err, thrift.INTERNAL_ERROR, "add_write_notification_log needs a backend runtime that has it", cat)
 	}
 	// Namespace-less: routing.default-catalog, here the real 3.1.3 one.
 	_, err = c.GetAllMaterializedViewObjectsForRewriting(hctx)
-	metaErr(t, err, "get_all_materialized_view_objects_for_rewriting requires a Hortonworks backend runtime", "apache")
+	metaErr(t, err, "get_all_materialized_view_objects_for_rewriting needs a backend runtime that has it", "apache")
 
 	c, hctx = start("probe")
 	_, err = c.GetAllMaterializedViewObjectsForRewriting(hctx)
-	metaErr(t, err, "requires a Hortonworks backend runtime", "probe")
+	metaErr(t, err, "needs a backend runtime that has it", "probe")
 
 	c, hctx = start("hdp")
 	views, err := c.GetAllMaterializedViewObjectsForRewriting(hctx)

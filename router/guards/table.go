@@ -62,15 +62,7 @@ func paramFold(m *wire.Value, key string) (string, bool) {
 }
 
 // setParam replaces or appends key=val.
-func setParam(m *wire.Value, key, val string) {
-	for i := 0; i+1 < len(m.Elems); i += 2 {
-		if string(m.Elems[i].Str) == key {
-			m.Elems[i+1] = wire.Str(val)
-			return
-		}
-	}
-	m.Elems = append(m.Elems, wire.Str(key), wire.Str(val))
-}
+func setParam(m *wire.Value, key, val string) { m.Put(key, val) }
 
 // delParamFold removes every key equal to key ignoring case.
 func delParamFold(m *wire.Value, key string) {

@@ -120,6 +120,9 @@ prepare_version() {
     maven_failed "$v" "$pom/pom.xml" "$CACHE/logs/mvn-$v.log"
   fi
   [ -f "$out/hmsbed-driver.jar" ] || die "Hive $v: Maven succeeded but built no driver jar (see $CACHE/logs/mvn-$v.log)"
+  if [ "$v" = 4.1.0 ] && [ -z "$(ls -A "$out/hs2" 2>/dev/null)" ]; then
+    die "Hive $v: Maven succeeded but copied no HiveServer2 jars to $out/hs2 (see $CACHE/logs/mvn-$v.log)"
+  fi
 
   # METASTORE_HOME for the schema tool: the Derby scripts from the published bin tarball
   local scripts

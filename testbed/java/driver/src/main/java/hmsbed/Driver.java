@@ -39,6 +39,8 @@ public final class Driver {
     SCENARIOS.put("stats", new StatsScenario());
     SCENARIOS.put("addparts", new AddPartsScenario());
     SCENARIOS.put("hs2", new Hs2Scenario());
+    SCENARIOS.put("hs2sql", new Hs2SqlScenario());
+    SCENARIOS.put("builder", new BuilderScenario());
     // Iceberg's classes are on the class path for this scenario only: load them when it runs.
     SCENARIOS.put("iceberg", (steps, args) -> new IcebergScenario().run(steps, args));
     SCENARIOS.put("token", new TokenScenario());
