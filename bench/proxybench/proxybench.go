@@ -162,6 +162,10 @@ func SyntheticReplies(d workload.Data) (instant.Replies, error) {
 	for _, k := range []int{1, 8, 64} {
 		tables = append(tables, d.AddTable(k))
 	}
+	var metas []*thriftgen.TableMeta
+	for _, t := range tables {
+		metas = append(metas, &thriftgen.TableMeta{DbName: d.DB, TableName: t, TableType: "EXTERNAL_TABLE", CatName: &hive})
+	}
 	added := int32(workload.PartsPerAdd)
 	r := instant.Replies{}
 	add := func(method string, res thrift.TStruct) error {
@@ -178,6 +182,8 @@ func SyntheticReplies(d workload.Data) (instant.Replies, error) {
 	}{
 		{"get_table", &thriftgen.GetTableMethodResult{Success: table(d.TableGet, workload.TableColumns, false)}},
 		{"get_all_databases", &thriftgen.GetAllDatabasesResult{Success: []string{"default", d.DB}}},
+		{"get_databases", &thriftgen.GetDatabasesResult{Success: []string{d.DB}}},
+		{"get_table_meta", &thriftgen.GetTableMetaResult{Success: metas}},
 		{"get_all_tables", &thriftgen.GetAllTablesResult{Success: tables}},
 		{"get_partitions_by_names", &thriftgen.GetPartitionsByNamesMethodResult{Success: some}},
 		{"get_partitions", &thriftgen.GetPartitionsResult{Success: all}},

@@ -1,12 +1,15 @@
 // Command hms-bench is the load generator and driver behind `make bench`.
 //
 //	hms-bench run [-out bench/results] [-work DIR] [-bin DIR] [-budget 8m] [-quick] [-gobench FILE] [-no-peer]
-//	    start the real metastores, the instant backend (load fixture), the TCP forwarder and the
-//	    hms-proxy processes, measure every workload on every setup, write results.json, results.md
-//	    and latency.svg under -out
-//	hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s]
+//	              [-java-proxy-jar FILE]
+//	    start the real metastores, the instant backend (load fixture), the TCP forwarder, the
+//	    hms-proxy processes and the peers (Waggle Dance; the Java HMS Proxy from a prebuilt jar),
+//	    measure every workload on every setup, write results.json, results.md and latency.svg
+//	    under -out
+//	hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s] [-conc 4] [-catalogs 1]
+//	                  [-tag NAME] [-contention]
 //	    run hms-proxy in-process in front of the instant backend and write CPU and allocation
-//	    profiles of workload W (used by run)
+//	    profiles of workload W (used by run); -contention adds mutex and block profiles
 //	hms-bench replicas [-out bench/results] [-work DIR] [-bin DIR] [-budget 3m] [-quick]
 //	    the scale-out phase: throughput through HAProxy over 1, 2 and 3 replicas
 //	    (bench/replicas), written to replicas.json and replicas.md under -out
@@ -23,14 +26,15 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/bench/javaproxy"
 	"github.com/hms-proxy/hms-proxy/bench/replicas"
 	"github.com/hms-proxy/hms-proxy/bench/report"
 	"github.com/hms-proxy/hms-proxy/bench/suite"
 )
 
 const usage = `usage:
-  hms-bench run [-out DIR] [-work DIR] [-bin DIR] [-budget 8m] [-quick] [-gobench FILE] [-no-peer]
-  hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s]
+  hms-bench run [-out DIR] [-work DIR] [-bin DIR] [-budget 8m] [-quick] [-gobench FILE] [-no-peer] [-java-proxy-jar FILE]
+  hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s] [-conc 4] [-catalogs 1] [-tag NAME] [-contention]
   hms-bench replicas [-out DIR] [-work DIR] [-bin DIR] [-budget 3m] [-quick]
   hms-bench render -out DIR
 `
@@ -62,7 +66,8 @@ func run(args []string) int {
 	budget := fs.Duration("budget", 8*time.Minute, "the whole run, from start to results")
 	quick := fs.Bool("quick", false, "short smoke run: fewer and shorter rounds")
 	gobench := fs.String("gobench", "", "file with `go test -bench` output to include in the results")
-	noPeer := fs.Bool("no-peer", false, "leave out the Waggle Dance peer")
+	noPeer := fs.Bool("no-peer", false, "leave out the peers (Waggle Dance, the Java HMS Proxy)")
+	javaJar := fs.String("java-proxy-jar", os.Getenv(javaproxy.JarEnv), "the Java HMS Proxy's prebuilt fat jar (default $"+javaproxy.JarEnv+"); empty leaves that peer out")
 	_ = fs.Parse(args)
 	if *budget < 2*time.Minute {
 		fmt.Fprintf(os.Stderr, "hms-bench: -budget %v is too short (at least 2m: the metastores alone take ~20 s to start)\n", *budget)
@@ -78,7 +83,8 @@ func run(args []string) int {
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
 	}
-	res, err := suite.Run(suite.Options{Out: *out, Work: *work, Bin: *bin, Budget: *budget, Quick: *quick, GoBench: *gobench, NoPeer: *noPeer, Log: logf})
+	res, err := suite.Run(suite.Options{Out: *out, Work: *work, Bin: *bin, Budget: *budget, Quick: *quick, GoBench: *gobench, NoPeer: *noPeer,
+		JavaProxyJar: *javaJar, Log: logf})
 	if res != nil {
 		if werr := write(res, *out); werr != nil {
 			fmt.Fprintln(os.Stderr, "hms-bench: writing results:", werr)
@@ -165,6 +171,10 @@ func profile(args []string) int {
 	fs.StringVar(&a.Workload, "workload", "get_partitions", "workload to profile")
 	fs.StringVar(&a.Out, "out", "bench/results/profiles", "folder for the .prof files")
 	fs.DurationVar(&a.Dur, "dur", 4*time.Second, "how long to drive the workload through the proxy")
+	fs.IntVar(&a.Conc, "conc", 4, "client connections")
+	fs.IntVar(&a.Catalogs, "catalogs", 1, "catalogs of the proxy, each on the instant backend (fan-out workloads)")
+	fs.StringVar(&a.Tag, "tag", "", "file name stem of the profiles (default: the workload)")
+	fs.BoolVar(&a.Contention, "contention", false, "also write mutex and block profiles")
 	_ = fs.Parse(args)
 	if a.Instant == "" || a.DB == "" {
 		fmt.Fprintln(os.Stderr, "hms-bench profile: -instant and -db are required")
