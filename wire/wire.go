@@ -341,6 +341,9 @@ func (b *Buf) Skip(t byte, depth int) error {
 			if ft == TStop {
 				return nil
 			}
+			if b.skipLeaf(ft) {
+				continue
+			}
 			if err := b.Skip(ft, depth+1); err != nil {
 				return err
 			}
@@ -384,12 +387,34 @@ func (b *Buf) skipElems(n, depth int, types ...byte) error {
 	}
 	for i := 0; i < n; i++ {
 		for _, t := range types {
+			if b.skipLeaf(t) {
+				continue
+			}
 			if err := b.Skip(t, depth+1); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// skipLeaf skips a string that lies wholly in the buffer within Limit,
+// reporting whether it did (anything else, and every error, is Skip's).
+// Small enough to be inlined into the loops that skip fields and elements:
+// strings are most of what a metastore object holds, and a call per string
+// cost more than skipping it. (Fixed-width values are left to Skip, whose
+// arithmetic is as short as the call.)
+func (b *Buf) skipLeaf(t byte) bool {
+	p := b.Pos
+	if t != TString || uint(p)+4 > uint(len(b.B)) {
+		return false
+	}
+	end := p + 4 + int(binary.BigEndian.Uint32(b.B[p:]))
+	if end-p-4 > b.Limit || end > len(b.B) {
+		return false
+	}
+	b.Pos = end
+	return true
 }
 
 // ParseHeader parses a message envelope (strict or old non-strict).
