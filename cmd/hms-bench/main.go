@@ -15,6 +15,9 @@
 //	    (bench/replicas), written to replicas.json and replicas.md under -out
 //	hms-bench render -out DIR
 //	    re-render results.md and latency.svg from DIR/results.json
+//	hms-bench instr -bin DIR -out FILE [-work DIR] [-calls 2000] [-gogc off] [-cases W:Ncat:CONN,...]
+//	    instructions per call of hms-proxy (and the TCP forwarder) under valgrind's callgrind,
+//	    by category (bench/instr): repeatable on a loaded machine
 package main
 
 import (
@@ -24,8 +27,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/bench/instr"
 	"github.com/hms-proxy/hms-proxy/bench/javaproxy"
 	"github.com/hms-proxy/hms-proxy/bench/replicas"
 	"github.com/hms-proxy/hms-proxy/bench/report"
@@ -37,6 +42,7 @@ const usage = `usage:
   hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s] [-conc 4] [-catalogs 1] [-tag NAME] [-contention]
   hms-bench replicas [-out DIR] [-work DIR] [-bin DIR] [-budget 3m] [-quick]
   hms-bench render -out DIR
+  hms-bench instr -bin DIR -out FILE [-work DIR] [-calls 2000] [-gogc off] [-cases W:Ncat:CONN,...]
 `
 
 func main() {
@@ -53,6 +59,8 @@ func main() {
 		os.Exit(render(os.Args[2:]))
 	case "replicas":
 		os.Exit(replicasPhase(os.Args[2:]))
+	case "instr":
+		os.Exit(instructions(os.Args[2:]))
 	}
 	fmt.Fprint(os.Stderr, usage)
 	os.Exit(2)
@@ -183,6 +191,52 @@ func profile(args []string) int {
 	if err := suite.Profile(a, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "hms-bench profile:", err)
 		return 1
+	}
+	return 0
+}
+
+func instructions(args []string) int {
+	fs := flag.NewFlagSet("instr", flag.ExitOnError)
+	bin := fs.String("bin", ".cache/bench/bin", "folder with hms-proxy and tcpfwd")
+	out := fs.String("out", "", "Markdown file for the results (default: stdout)")
+	work := fs.String("work", ".cache/bench/instr", "folder for the callgrind files, configs and logs")
+	calls := fs.Int("calls", 2000, "measured calls per case")
+	gogc := fs.String("gogc", "off", "GOGC of the measured process (off: no collection, the steadiest count; 100: the default, GC included)")
+	cases := fs.String("cases", "", "comma-separated workload:<N>cat:<connections> or workload:fwd:<connections> (default: get_table at 1, 8, 64 through hms-proxy and the forwarder, get_partitions_by_names, each fan-out over 1, 2, 4 catalogs)")
+	_ = fs.Parse(args)
+	opt := instr.Options{Bin: *bin, Work: *work, Calls: *calls, GOGC: *gogc, Cases: instr.DefaultCases(),
+		Log: func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }}
+	if *cases != "" {
+		opt.Cases = nil
+		for _, c := range strings.Split(*cases, ",") {
+			cs, err := instr.ParseCase(strings.TrimSpace(c))
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "hms-bench instr:", err)
+				return 2
+			}
+			opt.Cases = append(opt.Cases, cs)
+		}
+	}
+	res, err := instr.Run(opt)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hms-bench instr:", err)
+		return 1
+	}
+	w := os.Stdout
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "hms-bench instr:", err)
+			return 1
+		}
+		defer f.Close()
+		w = f
+	}
+	instr.Markdown(w, res, opt)
+	for _, r := range res {
+		if r.Err != "" {
+			return 1
+		}
 	}
 	return 0
 }
