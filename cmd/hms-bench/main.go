@@ -1,6 +1,6 @@
 // Command hms-bench is the load generator and driver behind `make bench`.
 //
-//	hms-bench run [-out bench/results] [-work DIR] [-bin DIR] [-budget 8m] [-quick] [-gobench FILE] [-no-peer]
+//	hms-bench run [-out bench/results] [-work DIR] [-bin DIR] [-budget 11m] [-quick] [-gobench FILE] [-no-peer]
 //	              [-java-proxy-jar FILE]
 //	    start the real metastores, the instant backend (load fixture), the TCP forwarder, the
 //	    hms-proxy processes and the peers (Waggle Dance; the Java HMS Proxy from a prebuilt jar),
@@ -38,7 +38,7 @@ import (
 )
 
 const usage = `usage:
-  hms-bench run [-out DIR] [-work DIR] [-bin DIR] [-budget 8m] [-quick] [-gobench FILE] [-no-peer] [-java-proxy-jar FILE]
+  hms-bench run [-out DIR] [-work DIR] [-bin DIR] [-budget 11m] [-quick] [-gobench FILE] [-no-peer] [-java-proxy-jar FILE]
   hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s] [-conc 4] [-catalogs 1] [-tag NAME] [-contention]
   hms-bench replicas [-out DIR] [-work DIR] [-bin DIR] [-budget 3m] [-quick]
   hms-bench render -out DIR
@@ -71,7 +71,7 @@ func run(args []string) int {
 	out := fs.String("out", "bench/results", "results folder")
 	work := fs.String("work", ".cache/bench/work", "scratch folder (configs, logs, recorded replies)")
 	bin := fs.String("bin", ".cache/bench/bin", "folder with hms-proxy, hms-instant, tcpfwd and hms-bench")
-	budget := fs.Duration("budget", 8*time.Minute, "the whole run, from start to results")
+	budget := fs.Duration("budget", 11*time.Minute, "the whole run, from start to results")
 	quick := fs.Bool("quick", false, "short smoke run: fewer and shorter rounds")
 	gobench := fs.String("gobench", "", "file with `go test -bench` output to include in the results")
 	noPeer := fs.Bool("no-peer", false, "leave out the peers (Waggle Dance, the Java HMS Proxy)")
