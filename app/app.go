@@ -51,6 +51,7 @@ type App struct {
 	restInner   *frontdoor.Listener // in-process Thrift connections of REST requests
 	restHandler *restcatalog.Handler
 	restOptions restcatalog.ServerOptions
+	restStatus  *monitoring.RESTCatalogStatus // the /readyz section; nil without the listener
 	closers     []io.Closer
 	purge       *purge.Purger // external table drop purge; nil when off
 
@@ -210,7 +211,7 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 	if cfg.Management.Enabled {
 		a.Mgmt = monitoring.NewManagement(monitoring.ManagementConfig{BindHost: cfg.Management.BindHost,
 			Port: cfg.Management.Port, Threads: cfg.Management.Threads,
-			ReadinessCache: cfg.Management.ReadinessCache, Reload: a.managementReload()}, a.Registry, newReadiness(a.Current, a.Security), log)
+			ReadinessCache: cfg.Management.ReadinessCache, Reload: a.managementReload()}, a.Registry, a.readiness(), log)
 	}
 	return a, nil
 }

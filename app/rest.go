@@ -2,9 +2,14 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +17,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/restcatalog"
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/router/frontdoor"
@@ -54,6 +60,18 @@ func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.L
 			return fmt.Errorf("rest-catalog.kerberos.principal: %w", err)
 		}
 	}
+	var oauth2 *restcatalog.OAuth2
+	if rc.OAuth2Issuer != "" {
+		client, err := idpClient(rc.OAuth2CAFile)
+		if err != nil {
+			return err
+		}
+		if oauth2, err = restcatalog.NewOAuth2(restcatalog.OAuth2Options{Issuer: rc.OAuth2Issuer, Audience: rc.OAuth2Audience,
+			JWKSURI: rc.OAuth2JWKSURI, UserClaim: rc.OAuth2UserClaim, GroupsClaim: rc.OAuth2GroupsClaim,
+			ClockSkew: rc.OAuth2ClockSkew, Algorithms: rc.OAuth2Algorithms, HTTPClient: client, Log: log}); err != nil {
+			return err
+		}
+	}
 	mode, err := restcatalog.ParsePurgeMode(rc.PurgeMode)
 	if err != nil {
 		return fmt.Errorf("rest-catalog.purge.mode: %w", err)
@@ -75,6 +93,7 @@ func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.L
 			return cc != nil && cc.RuntimeProfile == configs.ProfileApache410 &&
 				cc.IcebergEngineHiveLockEnabled != nil && !*cc.IcebergEngineHiveLockEnabled
 		},
+		WriteRefusal: a.Router.WriteRefusal,
 		CompareAndSwap: func(catalog string) bool {
 			cc := cfg.Catalog(catalog)
 			return cc != nil && cc.RuntimeProfile == configs.ProfileApache410
@@ -91,6 +110,7 @@ func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.L
 		PurgeAllowedPrefixes: rc.PurgeAllowedPrefixes,
 		HiveEngineDescriptor: rc.HiveEngineDescriptor,
 		SPNEGO:               spnego,
+		OAuth2:               oauth2,
 		Metrics:              metrics,
 		OnRequest:            restAudit(auditLog),
 		Log:                  log,
@@ -100,8 +120,46 @@ func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.L
 	}
 	a.restHandler = h
 	a.restOptions = restcatalog.ServerOptions{BindHost: rc.BindHost, Port: rc.Port, MaxInFlight: rc.MaxWorkerThreads,
-		Metrics: metrics, Log: log}
+		TLSCertFile: rc.TLSCertFile, TLSKeyFile: rc.TLSKeyFile, Metrics: metrics, Log: log}
+	st := &monitoring.RESTCatalogStatus{Address: net.JoinHostPort(rc.BindHost, strconv.Itoa(rc.Port)), TLS: rc.TLS()}
+	if spnego != nil {
+		st.Authentication = append(st.Authentication, "spnego")
+	}
+	if oauth2 != nil {
+		st.Authentication = append(st.Authentication, "oauth2")
+	}
+	if len(st.Authentication) == 0 {
+		st.Authentication = []string{"none"}
+		st.Warning = configs.AnonymousRESTWarning(rc.BindHost, rc.Port)
+	}
+	a.restStatus = st
 	return nil
+}
+
+// idpClient is the HTTP client that reaches the identity provider
+// (discovery, JWKS): the system's roots, or rest-catalog.oauth2.ca-file's.
+func idpClient(caFile string) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("rest-catalog.oauth2.ca-file: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("rest-catalog.oauth2.ca-file=%s: no PEM certificate in it", caFile)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}, nil
+}
+
+// readiness is the /readyz source, with the REST listener's section once it
+// is built.
+func (a *App) readiness() readiness {
+	r := newReadiness(a.Current, a.Security)
+	r.rest = a.restStatus
+	return r
 }
 
 // restMetastore opens an in-process Thrift client into the REST listener for
@@ -110,12 +168,17 @@ func restMetastore(l *frontdoor.Listener) restcatalog.Metastore {
 	return func(ctx context.Context, c restcatalog.Caller) (*thriftgen.Client, func(), error) {
 		cli, srv := net.Pipe()
 		var id *security.Identity
-		if c.User != "" {
+		switch {
+		case c.User == "":
+		case c.Mechanism == restcatalog.MechanismOAuth2:
+			// The token's user claim as it is: the provider's name.
+			id = &security.Identity{User: c.User, Groups: c.Groups, Mechanism: security.OAuth2, Principal: c.User}
+		default:
 			user := c.User
 			if i := strings.IndexAny(user, "/@"); i > 0 {
 				user = user[:i]
 			}
-			id = &security.Identity{User: user, Mechanism: security.Kerberos}
+			id = &security.Identity{User: user, Mechanism: security.Kerberos, Principal: c.User}
 		}
 		remote := c.RemoteAddr
 		if remote == "" {

@@ -512,10 +512,11 @@ func sharedCall(ctx context.Context, b *router.Backend, method string, args wire
 // (a reload swaps it), the Kerberos logins and the token store (read with
 // each backend probe, so it shares management.readiness-cache-ms).
 type readiness struct {
-	cur func() *router.Router
-	sec *Security
-	mu  *sync.Mutex
-	tok **monitoring.TokenStoreStatus
+	cur  func() *router.Router
+	sec  *Security
+	mu   *sync.Mutex
+	tok  **monitoring.TokenStoreStatus
+	rest *monitoring.RESTCatalogStatus // nil without the REST listener
 }
 
 func newReadiness(cur func() *router.Router, s *Security) readiness {
@@ -538,6 +539,8 @@ func (r readiness) ProbeBackends(ctx context.Context) {
 }
 
 func (r readiness) KerberosStatus() monitoring.KerberosReport { return r.sec.KerberosReport() }
+
+func (r readiness) RESTCatalogStatus() *monitoring.RESTCatalogStatus { return r.rest }
 
 func (r readiness) TokenStoreStatus() *monitoring.TokenStoreStatus {
 	r.mu.Lock()

@@ -138,12 +138,21 @@ var fixtures = map[string]fixture{
 	"rest-catalog.kerberos.keytab": {after: merge(kerberosOn, map[string]string{
 		"rest-catalog.kerberos.principal": "HTTP/_HOST@R"})},
 	"rest-catalog.purge.allowed-prefixes": {after: map[string]string{"rest-catalog.purge.mode": "ALLOWLIST"}},
+	"rest-catalog.oauth2.issuer":          {after: map[string]string{"rest-catalog.oauth2.audience": "hms-proxy"}},
+	"rest-catalog.tls.cert-file":          {after: map[string]string{"rest-catalog.tls.key-file": "/k.pem"}},
+	"rest-catalog.tls.key-file":           {after: map[string]string{"rest-catalog.tls.cert-file": "/c.pem"}},
 	"ranger.enabled":                      {after: map[string]string{"ranger.policy.rest.url": "http://r:6080", "ranger.service-name": "s"}},
 	"catalog.<catalog>.ranger.enabled": {after: map[string]string{
 		"catalog.catalog1.ranger.policy.rest.url": "http://r:6080", "catalog.catalog1.ranger.service-name": "s"}},
 }
 
 func init() {
+	// Every other bearer-token key needs bearer tokens on.
+	for _, k := range reg.keys {
+		if strings.HasPrefix(k.pattern, "rest-catalog.oauth2.") && k.pattern != "rest-catalog.oauth2.issuer" {
+			fixtures[k.pattern] = fixture{before: map[string]string{"rest-catalog.oauth2.issuer": "https://idp/realms/r", "rest-catalog.oauth2.audience": "a"}}
+		}
+	}
 	// Every key of a ZooKeeper lock store needs the store selected and a
 	// server named.
 	for _, k := range reg.keys {

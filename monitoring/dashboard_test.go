@@ -33,6 +33,7 @@ func exerciseAllMetrics(m *Metrics, i int) {
 	m.DefaultCatalogRouted("get_table")
 	m.FilteredObjects("get_all_tables", "catalog1", "table", 2)
 	m.SessionAcquireTimeout("catalog1", OperationBorrow)
+	m.SessionRetired("catalog1", RetireException)
 	m.RateLimited("principal", "default", "lock", "acid_id_bound_lifecycle", "catalog1")
 	m.SetBackendSessions("catalog1", 1+i%3, 4)
 	m.FrontendConnectionOpened("primary")
@@ -292,7 +293,7 @@ func TestDashboardModel(t *testing.T) {
 	for _, want := range []string{"Request rate", "Error ratio", "Fallback ratio", "Latency quantiles",
 		"Top 10 methods by request rate", "Backend failures", "Compatibility fallbacks",
 		"Default-catalog routing", "Ambiguous routing refusals", "Filtered objects",
-		"Session acquire timeouts", "Backend sessions", "Memory", "View SQL rewrites", "View references left unchanged",
+		"Session acquire timeouts", "Sessions retired", "Backend sessions", "Memory", "View SQL rewrites", "View references left unchanged",
 		"Iceberg pointer guard", "External table purges", "Synthetic lock events", "Active synthetic locks",
 		"Synthetic lock handoffs", "Synthetic lock store failures", "Synthetic lock store", "Lock request splits",
 		"Circuit breaker state", "Calls failed fast by open circuits",

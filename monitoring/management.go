@@ -138,6 +138,24 @@ type TokenStoreSource interface {
 	TokenStoreStatus() *TokenStoreStatus
 }
 
+// RESTCatalogStatus is the /readyz "restCatalog" section: how the Iceberg
+// REST listener admits callers (diagnostic; it does not decide readiness).
+type RESTCatalogStatus struct {
+	Address string `json:"address"`
+	TLS     bool   `json:"tls"`
+	// Authentication lists the mechanisms it accepts ("spnego", "oauth2"),
+	// or "none".
+	Authentication []string `json:"authentication"`
+	// Warning is set when the listener accepts anonymous requests.
+	Warning string `json:"warning,omitempty"`
+}
+
+// RESTCatalogSource may additionally be implemented by a ReadinessSource when
+// the REST listener runs; nil means none (the section is left out).
+type RESTCatalogSource interface {
+	RESTCatalogStatus() *RESTCatalogStatus
+}
+
 // LockStoreStatus is the /readyz "syntheticLockStore" section: the synthetic
 // lock shim's store as the last probe found it.
 type LockStoreStatus struct {
@@ -534,6 +552,7 @@ type readyzResponse struct {
 	Kerberos   KerberosReport         `json:"kerberos"`
 	TokenStore *TokenStoreStatus      `json:"tokenStore,omitempty"`
 	LockStore  *LockStoreStatus       `json:"syntheticLockStore,omitempty"`
+	REST       *RESTCatalogStatus     `json:"restCatalog,omitempty"`
 }
 
 // probeResult returns the completion time of the probe data to answer from,
@@ -687,6 +706,9 @@ func (m *Management) serveReadyz(w http.ResponseWriter, r *http.Request) {
 		if st, on := ls.LockStoreStatus(); on {
 			resp.LockStore = &st
 		}
+	}
+	if rs, ok := m.src.(RESTCatalogSource); ok {
+		resp.REST = rs.RESTCatalogStatus()
 	}
 
 	var reasons []string

@@ -41,6 +41,38 @@ const (
 	OperationReconnect = "reconnect"
 )
 
+// Why a backend session was closed instead of given back to its pool (the
+// reason label of hms_proxy_backend_session_retired_total; router/sessions.go
+// decides).
+const (
+	// RetireException: the metastore answered a declared exception that may
+	// have left state on the session (any exception of a write, txn or lock
+	// call; a read's exception other than "does not exist").
+	RetireException = "exception"
+	// RetireApplicationException: a TApplicationException other than
+	// UNKNOWN_METHOD (a handler that did not finish, e.g. INTERNAL_ERROR).
+	RetireApplicationException = "application_exception"
+	// RetireProtocolError: PROTOCOL_ERROR, or an exception the proxy could
+	// not read: the stream may be out of step.
+	RetireProtocolError = "protocol_error"
+	// RetireSessionState: a success that changes the session for the calls
+	// after it (setMetaConf).
+	RetireSessionState = "session_state"
+	// RetireTransport: the round trip failed (I/O error, a reply that does
+	// not belong to its request).
+	RetireTransport = "transport"
+	// RetireTimeout: the round trip ran out of time (latency budget,
+	// adaptive or socket timeout).
+	RetireTimeout = "timeout"
+	// RetireCancelled: the caller gave up (a fan-out leg whose sibling
+	// failed, a hedged read's losing attempt).
+	RetireCancelled = "cancelled"
+)
+
+// RetireReasons are the reason label values, in the order above.
+var RetireReasons = []string{RetireException, RetireApplicationException, RetireProtocolError,
+	RetireSessionState, RetireTransport, RetireTimeout, RetireCancelled}
+
 // maxDynamicLabelValues caps the distinct values of a label whose values are
 // not known up front (exception type names, bad-frame reasons, API names). Past
 // the cap new values fold into OtherLabel, so a misbehaving backend cannot grow
@@ -59,6 +91,7 @@ const (
 	MetricFilteredObjectsTotal        = "hms_proxy_filtered_objects_total"
 	MetricSessionAcquireTimeoutsTotal = "hms_proxy_backend_session_acquire_timeouts_total"
 	MetricBackendSessions             = "hms_proxy_backend_sessions"
+	MetricSessionRetiredTotal         = "hms_proxy_backend_session_retired_total"
 	MetricFrontendConnections         = "hms_proxy_frontend_connections"
 	MetricBadFramesTotal              = "hms_proxy_bad_frames_total"
 	MetricFrontendRefusedTotal        = "hms_proxy_frontend_refused_total"
@@ -86,6 +119,7 @@ type Metrics struct {
 	rateLimited       *prometheus.CounterVec
 	filtered          *prometheus.CounterVec
 	acquireTimeouts   *prometheus.CounterVec
+	sessionRetired    *prometheus.CounterVec
 	backendSessions   *prometheus.GaugeVec
 	frontendConns     *prometheus.GaugeVec
 	badFrames         *prometheus.CounterVec
@@ -170,6 +204,10 @@ func NewMetrics(reg prometheus.Registerer, methods []string) *Metrics {
 		Name: MetricSessionAcquireTimeoutsTotal,
 		Help: "Fail-fast events where no backend session became free within the catalog's latency budget, by catalog and operation (borrow, reconnect).",
 	}, []string{"catalog", "operation"})
+	m.sessionRetired = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricSessionRetiredTotal,
+		Help: "Backend sessions (shared and impersonation pools) closed instead of given back, because the outcome of their last call may have left state on the metastore's side of the session, by catalog and reason.",
+	}, []string{"catalog", "reason"})
 	m.backendSessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: MetricBackendSessions,
 		Help: "Pooled backend metastore sessions of each catalog, by state (active = lent to a request, idle = open and waiting in the pool).",
@@ -195,7 +233,7 @@ func NewMetrics(reg prometheus.Registerer, methods []string) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.backendFailures, m.backendFallback,
 			m.routingAmbiguous, m.defaultCatalog, m.rateLimited, m.filtered,
-			m.acquireTimeouts, m.backendSessions, m.frontendConns, m.badFrames,
+			m.acquireTimeouts, m.sessionRetired, m.backendSessions, m.frontendConns, m.badFrames,
 			m.frontendRefused, m.frontendInFlight)
 		for _, c := range []prometheus.Collector{
 			collectors.NewGoCollector(),
@@ -332,6 +370,15 @@ func (m *Metrics) SessionAcquireTimeout(catalog, operation string) {
 	m.acquireTimeouts.WithLabelValues(validLabel(catalog), validLabel(operation)).Inc()
 }
 
+// SessionRetired counts a backend session of catalog closed instead of given
+// back to its pool; reason is one of RetireReasons.
+func (m *Metrics) SessionRetired(catalog, reason string) {
+	if m == nil {
+		return
+	}
+	m.sessionRetired.WithLabelValues(validLabel(catalog), validLabel(reason)).Inc()
+}
+
 // RateLimited counts a request rejected by overload protection. dimension is
 // the limiting dimension (principal, source, source_cidr, method_family,
 // catalog, rpc_class), scope the configured rule that fired (e.g. "default",
@@ -399,8 +446,8 @@ var KnownBackendExceptions = []string{"TTransportException", "PoolExhausted", "B
 	"TApplicationException", "MetaException", "NoSuchObjectException"}
 
 // KnownBackend creates the per-catalog series with known label sets at zero:
-// backend failures by the proxy's exception labels, and session acquire
-// timeouts of both operations.
+// backend failures by the proxy's exception labels, session acquire
+// timeouts of both operations, and session retirements by reason.
 func (m *Metrics) KnownBackend(catalog string) {
 	if m == nil {
 		return
@@ -411,6 +458,9 @@ func (m *Metrics) KnownBackend(catalog string) {
 	}
 	m.acquireTimeouts.WithLabelValues(catalog, OperationBorrow)
 	m.acquireTimeouts.WithLabelValues(catalog, OperationReconnect)
+	for _, r := range RetireReasons {
+		m.sessionRetired.WithLabelValues(catalog, r)
+	}
 }
 
 // FrontendRefused counts a call or connection refused by admission.

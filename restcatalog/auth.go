@@ -120,6 +120,56 @@ func (s *SPNEGO) authenticate(w http.ResponseWriter, r *http.Request) (string, *
 	return "", errorf(http.StatusUnauthorized, typeNotAuthorized, "the Kerberos SPNEGO token was not accepted for %s", s.principal)
 }
 
+// tokenPath is the REST specification's token endpoint, which Iceberg
+// clients call with a client credential unless oauth2-server-uri points
+// elsewhere. The proxy issues no tokens (see tokens).
+const tokenPath = "/v1/oauth/tokens"
+
+// authenticate proves who sent a request: the Authorization scheme picks
+// SPNEGO (Negotiate) or OAuth2 (Bearer) among those configured; with
+// neither configured every request is anonymous. A request without a
+// credential the listener takes answers 401 with a challenge per scheme.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (Caller, *Error) {
+	sp, oa := h.opts.SPNEGO, h.opts.OAuth2
+	if sp == nil && oa == nil {
+		return Caller{}, nil
+	}
+	scheme, _, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	switch {
+	case oa != nil && strings.EqualFold(scheme, "Bearer"):
+		return oa.authenticate(w, r)
+	case sp != nil && (strings.EqualFold(scheme, "Negotiate") || oa == nil):
+		user, e := sp.authenticate(w, r)
+		return Caller{User: user, Mechanism: MechanismKerberos}, e
+	case sp == nil:
+		return oa.authenticate(w, r)
+	}
+	// Both configured, and neither scheme was sent.
+	w.Header().Add("WWW-Authenticate", "Negotiate")
+	w.Header().Add("WWW-Authenticate", bearerChallenge("", ""))
+	return Caller{}, errorf(http.StatusUnauthorized, typeNotAuthorized,
+		"this listener requires an OAuth2 bearer token of %s (Authorization: Bearer) or Kerberos SPNEGO (Authorization: Negotiate)", oa.o.Issuer)
+}
+
+// tokens answers POST /v1/oauth/tokens. The proxy is no authorization
+// server: it never sees client secrets and mints no tokens. A client
+// configured with a credential must fetch its token from the identity
+// provider (oauth2-server-uri in pyiceberg and Iceberg's Java client,
+// iceberg.rest-catalog.oauth2.server-uri in Trino); this answer, in OAuth2's
+// error form (RFC 6749), says so and names the provider's token endpoint
+// where it is known.
+func (h *Handler) tokens(rc *requestCtx) (int, any, *Error) {
+	where := "this listener accepts no bearer tokens (rest-catalog.oauth2.issuer is not set)"
+	if oa := h.opts.OAuth2; oa != nil {
+		where = fmt.Sprintf("fetch the token from identity provider %s: set the client's oauth2-server-uri to its token endpoint", oa.o.Issuer)
+		if ep := oa.tokenEndpoint(rc.ctx); ep != "" {
+			where += " (" + ep + ")"
+		}
+	}
+	return 0, nil, &Error{Code: http.StatusBadRequest, Type: oauthInvalidRequest,
+		Message: "hms-proxy issues no OAuth2 tokens; " + where}
+}
+
 // captureWriter keeps what gokrb5's acceptor answers, so the REST error
 // model (and HEAD's empty body) apply to authentication failures too.
 type captureWriter struct {

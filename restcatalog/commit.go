@@ -55,10 +55,14 @@ func (rc *requestCtx) prepare(ch *tableChange) *Error {
 	case rec == nil && !hasAssertCreate(ch.reqs):
 		return noSuchTable(ch.ref.Name, ch.name)
 	case rec == nil:
+		// A table of a missing namespace cannot be created.
+		if _, e := rc.getDatabase(ch.ref); e != nil {
+			return e
+		}
 		ch.create = true
 	case !isIcebergTable(rec) || isIcebergView(rec):
 		if hasAssertCreate(ch.reqs) {
-			return alreadyExists("%s already exists and is not an Iceberg table", ch.fullName())
+			return existsError("Table", kindOf(rec), ch.ref.Name, ch.name)
 		}
 		nf := noSuchTable(ch.ref.Name, ch.name)
 		nf.Message += " (not an Iceberg table)"
@@ -352,7 +356,7 @@ func (h *Handler) commitTransaction(rc *requestCtx) (int, any, *Error) {
 func requirementError(what string, err error) *Error {
 	var re *icemeta.RequirementError
 	if errors.As(err, &re) {
-		return commitFailed("Requirement failed for %s: %v", what, err)
+		return commitFailed("%v (%s)", err, what)
 	}
 	return badRequest("%s: %v", what, err)
 }

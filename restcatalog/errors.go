@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
+	"github.com/hms-proxy/hms-proxy/restcatalog/icemeta"
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
@@ -29,6 +30,7 @@ func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Code, e.Type,
 // Error types of the REST specification, by the status they answer with.
 const (
 	typeBadRequest        = "BadRequestException"
+	typeIllegalArgument   = "IllegalArgumentException" // a 400 the Java client rethrows as IllegalArgumentException
 	typeNotAuthorized     = "NotAuthorizedException"
 	typeForbidden         = "ForbiddenException"
 	typeNoSuchCatalog     = "NoSuchCatalogException"
@@ -47,6 +49,11 @@ const (
 	typeCommitUnknown     = "CommitStateUnknownException"
 	typeInternal          = "InternalServerError"
 	typeUnavailable       = "ServiceUnavailableException"
+	typeTooManyRequests   = "TooManyRequestsException"
+
+	// oauthInvalidRequest is the OAuth2 error code (RFC 6749) of the token
+	// endpoint's answer, written in OAuth2's error form.
+	oauthInvalidRequest = "invalid_request"
 )
 
 func errorf(code int, typ, format string, args ...any) *Error {
@@ -55,6 +62,18 @@ func errorf(code int, typ, format string, args ...any) *Error {
 
 func badRequest(format string, args ...any) *Error {
 	return errorf(http.StatusBadRequest, typeBadRequest, format, args...)
+}
+
+// metadataError is the 400 of metadata a request cannot build: an
+// icemeta.ArgumentError keeps its text and answers IllegalArgumentException
+// (what Iceberg's own catalogs throw, and clients match), anything else is a
+// BadRequestException saying what could not be built.
+func metadataError(err error, format string, args ...any) *Error {
+	var ae *icemeta.ArgumentError
+	if errors.As(err, &ae) {
+		return errorf(http.StatusBadRequest, typeIllegalArgument, "%s", ae.Msg)
+	}
+	return badRequest("%s: %v", fmt.Sprintf(format, args...), err)
 }
 
 func forbidden(format string, args ...any) *Error {
@@ -67,6 +86,16 @@ func commitFailed(format string, args ...any) *Error {
 
 func alreadyExists(format string, args ...any) *Error {
 	return errorf(http.StatusConflict, typeAlreadyExists, format, args...)
+}
+
+// existsError is the 409 of a create whose name is taken: "View already
+// exists" when the kind created (Table or View) is the one found, "View with
+// same name already exists" when it is the other, as Iceberg's catalogs say.
+func existsError(creating, found, ns, name string) *Error {
+	if creating == found {
+		return alreadyExists("%s already exists: %s.%s", found, ns, name)
+	}
+	return alreadyExists("%s with same name already exists: %s.%s", found, ns, name)
 }
 
 func noSuchNamespace(ns string) *Error {
@@ -111,6 +140,9 @@ var (
 	// forbiddenMarkers: a policy of the proxy refused the call (access
 	// modes, write whitelists, refused RPCs).
 	forbiddenMarkers = []string{"is READ_ONLY (catalog.", "write-db-whitelist", "is refused by hms-proxy", "is not forwarded by hms-proxy"}
+	// throttledMarkers: the router's rate limit (rate-limit.*) refused
+	// the call: 429, which Iceberg's clients retry with backoff.
+	throttledMarkers = []string{"rate limit exceeded for "}
 	// conflictMarkers: Hive 4's alter_table compare-and-swap on a
 	// parameter (expected_parameter_key/value) found another value.
 	conflictMarkers = []string{"The table has been modified", "has been modified concurrently"}
@@ -172,11 +204,22 @@ func metastoreError(err error, what string, notFound *Error) *Error {
 			return commitFailed("%s was modified concurrently: %s", what, msg)
 		case containsAny(msg, forbiddenMarkers):
 			return forbidden("%s: %s", what, msg)
+		case containsAny(msg, throttledMarkers):
+			return errorf(http.StatusTooManyRequests, typeTooManyRequests, "%s: %s", what, msg)
 		case containsAny(msg, unavailableMarkers):
 			return errorf(http.StatusServiceUnavailable, typeUnavailable, "metastore unavailable for %s: %s", what, msg)
 		}
 		return errorf(http.StatusInternalServerError, typeInternal, "metastore failed for %s: %s", what, msg)
 	case errors.As(err, &tae):
+		// A refusal of an RPC that declares no MetaException (lock, for
+		// one) reaches a client as an application error: a policy is still
+		// a 403.
+		if containsAny(tae.Error(), forbiddenMarkers) {
+			return forbidden("%s: %s", what, tae.Error())
+		}
+		if containsAny(tae.Error(), throttledMarkers) {
+			return errorf(http.StatusTooManyRequests, typeTooManyRequests, "%s: %s", what, tae.Error())
+		}
 		return errorf(http.StatusInternalServerError, typeInternal, "metastore answered %s with an application error: %s", what, tae.Error())
 	case errors.As(err, &tte), errors.As(err, &ne), errors.Is(err, context.DeadlineExceeded):
 		return errorf(http.StatusServiceUnavailable, typeUnavailable, "metastore unavailable for %s: %v", what, err)

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/apache/thrift/lib/go/thrift"
+
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
@@ -21,9 +23,18 @@ func TestRouterMessagesMapToRESTStatus(t *testing.T) {
 		fmt.Sprintf("hms-proxy: catalog c2 backend failed for get_table: %v", router.ErrBudgetExceeded):                                                         http.StatusServiceUnavailable,
 		"catalog c2 is READ_ONLY (catalog.c2.access-mode): create_database is a write":                                                                          http.StatusForbidden,
 		"The table has been modified. The parameter value for key 'metadata_location' is 'a'. The expected was value was 'b'":                                   http.StatusConflict,
+		"rate limit exceeded for principal 'alice' while handling 'get_table': rate-limit.principal allows 1 requests/s, burst 1":                               http.StatusTooManyRequests,
 		"some other metastore failure": http.StatusInternalServerError,
 	} {
 		e := metastoreError(&thriftgen.MetaException{Message: msg}, "table n.t", nil)
+		if e.Code != want {
+			t.Errorf("%q: %d %s, want %d", msg, e.Code, e.Type, want)
+		}
+		// The same refusal of an RPC that declares no MetaException (lock)
+		// arrives as an application error: a policy refusal stays a 4xx.
+		if want >= 400 && want < 500 && want != http.StatusConflict {
+			e = metastoreError(thrift.NewTApplicationException(thrift.INTERNAL_ERROR, msg), "the lock of table n.t", nil)
+		}
 		if e.Code != want {
 			t.Errorf("%q: %d %s, want %d", msg, e.Code, e.Type, want)
 		}

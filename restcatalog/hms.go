@@ -441,7 +441,11 @@ func casContext(base string) *thriftgen.EnvironmentContext {
 	}}
 }
 
-// getTable reads a metastore record; a missing table answers notFound.
+// getTable reads a metastore record; a missing table answers notFound,
+// also when its namespace is missing: Iceberg's reference catalog answers a
+// table (or view) of a missing namespace with NoSuchTableException
+// (NoSuchViewException), and the Java client falls back to a metadata table
+// (ns.tbl.snapshots) only on that type.
 func (rc *requestCtx) getTable(ref nsRef, name string, notFound *Error) (*thriftgen.Table, *Error) {
 	c, e := rc.client()
 	if e != nil {
@@ -450,10 +454,6 @@ func (rc *requestCtx) getTable(ref nsRef, name string, notFound *Error) (*thrift
 	t, err := c.GetTable(rc.ctx, ref.Ext, name)
 	if err != nil {
 		if isNoSuchObject(err) {
-			// Tell a missing namespace from a missing table, as clients do.
-			if _, err2 := c.GetDatabase(rc.ctx, ref.Ext); err2 != nil && isNoSuchObject(err2) {
-				return nil, noSuchNamespace(ref.Name)
-			}
 			return nil, notFound
 		}
 		return nil, metastoreError(err, "table "+ref.Name+"."+name, notFound)
@@ -461,8 +461,8 @@ func (rc *requestCtx) getTable(ref nsRef, name string, notFound *Error) (*thrift
 	return t, nil
 }
 
-// lookupTable reads a record that may be missing: (nil, nil) when the
-// namespace exists and the table does not.
+// lookupTable reads a record that may be missing: (nil, nil) when the table
+// does not exist (callers that create check the namespace themselves).
 func (rc *requestCtx) lookupTable(ref nsRef, name string) (*thriftgen.Table, *Error) {
 	missing := noSuchTable(ref.Name, name)
 	t, e := rc.getTable(ref, name, missing)
@@ -470,6 +470,15 @@ func (rc *requestCtx) lookupTable(ref nsRef, name string) (*thriftgen.Table, *Er
 		return nil, nil
 	}
 	return t, e
+}
+
+// kindOf names what a metastore record is to an Iceberg client: "View" for
+// an Iceberg or Hive view, "Table" otherwise.
+func kindOf(t *thriftgen.Table) string {
+	if isIcebergView(t) || strings.EqualFold(t.TableType, tableTypeView) {
+		return "View"
+	}
+	return "Table"
 }
 
 func internalf(format string, args ...any) *Error {

@@ -65,6 +65,7 @@ func newRoutes() []route {
 		{verb: "POST", path: "/v1/{prefix}/transactions/commit", write: true, body: true, fn: (*Handler).commitTransaction},
 
 		{verb: "GET", path: "/v1/config", fn: (*Handler).config},
+		{verb: "POST", path: tokenPath, fn: (*Handler).tokens},
 		{verb: "GET", path: "/v1/{prefix}/config", fn: (*Handler).prefixConfig},
 	}
 	for i := range rt {
@@ -79,7 +80,7 @@ func (h *Handler) endpoints(writes bool) []string {
 	var out []string
 	for i := range h.routes {
 		r := &h.routes[i]
-		if strings.HasSuffix(r.path, "/config") {
+		if strings.HasSuffix(r.path, "/config") || r.path == tokenPath {
 			continue
 		}
 		if r.write && !writes {
@@ -180,14 +181,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.opts.OnRequest(info)
 		}
 	}()
-	if h.opts.SPNEGO != nil {
-		user, e := h.opts.SPNEGO.authenticate(rec, r)
+	if r.URL.Path != tokenPath {
+		c, e := h.authenticate(rec, r)
 		if e != nil {
 			info.Error = e.Type
 			writeError(rec, e)
 			return
 		}
-		rc.caller.User, info.Caller.User = user, user
+		c.RemoteAddr = rc.caller.RemoteAddr
+		rc.caller, info.Caller = c, c
 	}
 	status, body, e := h.serve(rc, &info)
 	if e != nil {
@@ -217,6 +219,7 @@ func (h *Handler) serve(rc *requestCtx, info *RequestInfo) (int, any, *Error) {
 		return 0, nil, errorf(http.StatusNotFound, typeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
 	}
 	info.Route = rt.endpoint()
+	rc.route = info.Route
 	if bad != nil {
 		return 0, nil, bad
 	}
@@ -340,6 +343,9 @@ func writeError(w http.ResponseWriter, e *Error) {
 	var m errorModel
 	m.Error.Message, m.Error.Type, m.Error.Code = e.Message, e.Type, e.Code
 	b, _ := json.Marshal(m)
+	if e.Type == oauthInvalidRequest { // the token endpoint answers in OAuth2's form
+		b, _ = json.Marshal(map[string]string{"error": e.Type, "error_description": e.Message})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Code)
 	_, _ = w.Write(b)

@@ -19,8 +19,12 @@ type nsRef struct {
 }
 
 // checkName refuses names that could escape a path or confuse a log or a
-// metastore: empty, "." and "..", separators, NUL and other control
-// characters, invalid UTF-8.
+// metastore: empty, "." and "..", backslashes, NUL and other control
+// characters, invalid UTF-8. A table or view name may contain '/' (Hive's
+// table name rule allows it, hive.support.special.characters.tablename; its
+// default location is a nested folder) as long as no part between slashes
+// is empty, "." or ".."; a namespace name may not (Hive's database names are
+// letters, digits and '_').
 func checkName(kind, s string) *Error {
 	switch {
 	case s == "":
@@ -29,10 +33,17 @@ func checkName(kind, s string) *Error {
 		return badRequest("%s name %q is not allowed", kind, s)
 	case !utf8.ValidString(s):
 		return badRequest("%s name is not valid UTF-8", kind)
-	case strings.ContainsAny(s, "/\\"):
-		return badRequest("%s name %q contains a path separator", kind, s)
+	case strings.Contains(s, "\\"):
+		return badRequest("%s name %q contains a backslash", kind, s)
+	case strings.Contains(s, "/") && kind == "namespace":
+		return badRequest("namespace name %q contains '/': a namespace is a Hive database, whose name Hive allows only letters, digits and '_' in", s)
 	case strings.Contains(s, ".."):
 		return badRequest("%s name %q contains '..'", kind, s)
+	}
+	for _, part := range strings.Split(s, "/") {
+		if part == "" || part == "." {
+			return badRequest("%s name %q has an empty or '.' part between slashes", kind, s)
+		}
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) {
@@ -58,6 +69,12 @@ func (rc *requestCtx) namespace() (nsRef, *Error) {
 	if strings.Contains(raw, nsSeparator) {
 		return nsRef{}, errorf(404, typeNoSuchNamespace,
 			"Namespace does not exist: %s (namespaces here are HMS databases, exactly one level)", strings.ReplaceAll(raw, nsSeparator, "."))
+	}
+	if strings.Contains(raw, "/") {
+		// Not a name Hive can store, so no such database exists (a create
+		// names the rule: checkName).
+		return nsRef{}, errorf(404, typeNoSuchNamespace,
+			"Namespace does not exist: %s (a Hive database name has only letters, digits and '_')", raw)
 	}
 	return rc.namespaceName(raw)
 }
@@ -98,9 +115,9 @@ func (rc *requestCtx) restName(ext string) (string, bool) {
 	return db, true
 }
 
-// forWrite resolves the namespace and applies the write gate.
+// forWrite applies the write gate to a namespace the request writes in.
 func (rc *requestCtx) forWrite(ref nsRef) *Error {
-	return rc.h.writable(ref.Catalog, ref.Name)
+	return rc.h.writable(ref, rc.route)
 }
 
 // callerOf is the request's network identity; the SPNEGO principal is

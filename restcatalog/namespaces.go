@@ -20,7 +20,7 @@ func (h *Handler) configFor(catalog string) catalogConfig {
 	return catalogConfig{
 		Defaults:  map[string]string{},
 		Overrides: map[string]string{"prefix": catalog},
-		Endpoints: h.endpoints(h.opts.WriteIsolated(catalog)),
+		Endpoints: h.endpoints(h.writesAllowed(catalog)),
 	}
 }
 
@@ -302,6 +302,11 @@ func (h *Handler) dropNamespace(rc *requestCtx) (int, any, *Error) {
 		return 0, nil, e
 	}
 	if e := rc.forWrite(ref); e != nil {
+		return 0, nil, e
+	}
+	// Hive 3.1.3 answers drop_database of a missing database with its own
+	// NullPointerException (a MetaException): look first.
+	if _, e := rc.getDatabase(ref); e != nil {
 		return 0, nil, e
 	}
 	c, e := rc.client()

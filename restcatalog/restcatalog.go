@@ -35,12 +35,24 @@ import (
 
 // Caller is who a REST request runs for.
 type Caller struct {
-	// User is the authenticated principal (SPNEGO), "" when the listener
+	// User is the authenticated user: the SPNEGO principal (user@REALM), or
+	// the configured claim of an OAuth2 bearer token; "" when the listener
 	// does not authenticate.
 	User string
+	// Groups are the bearer token's groups claim (none for SPNEGO).
+	Groups []string
+	// Mechanism is how User was proved: MechanismKerberos, MechanismOAuth2,
+	// or "" (anonymous).
+	Mechanism string
 	// RemoteAddr is the HTTP peer (host:port).
 	RemoteAddr string
 }
+
+// Authentication mechanisms of a Caller.
+const (
+	MechanismKerberos = "kerberos"
+	MechanismOAuth2   = "oauth2"
+)
 
 // Metastore opens a Thrift client into the proxy's router for one REST
 // request; release returns it. All metastore access of this package goes
@@ -88,6 +100,13 @@ type Options struct {
 	// or an isolating lock shim). Writes are allowed only there; elsewhere
 	// they answer 403 naming the catalog.
 	WriteIsolated func(catalog string) bool
+	// WriteRefusal, when set, is the catalog's write policy (the router's
+	// access mode, Router.WriteRefusal): why a write of what to database db
+	// (a backend name; "" for the catalog as a whole) is refused, "" when
+	// it is allowed. A refused write answers 403 before any lock, file or
+	// metastore write; a catalog refusing every write announces no write
+	// endpoint.
+	WriteRefusal func(catalog, db, what string) string
 	// CatalogConf looks up catalog.<catalog>.conf.<key> (for
 	// iceberg.engine.hive.enabled and iceberg.engine.hive.lock-enabled);
 	// nil means none is set.
@@ -125,9 +144,13 @@ type Options struct {
 	// Hostname goes into lock requests (default os.Hostname).
 	Hostname string
 
-	// SPNEGO, when set, authenticates every request (Kerberos); the client
-	// principal becomes Caller.User.
+	// SPNEGO, when set, authenticates requests that carry "Authorization:
+	// Negotiate" (Kerberos); the client principal becomes Caller.User.
 	SPNEGO *SPNEGO
+	// OAuth2, when set, authenticates requests that carry "Authorization:
+	// Bearer" (JWTs of an identity provider). With SPNEGO, OAuth2 or both
+	// set, every request but the token endpoint must authenticate.
+	OAuth2 *OAuth2
 
 	// Metrics records the spec's REST metrics; nil records nothing.
 	Metrics *Metrics
@@ -246,14 +269,30 @@ func (h *Handler) catalogConf(catalog, key string) (string, bool) {
 }
 
 // writable is the write gate, checked on the catalog a request's namespace
-// resolves to (never on the URL prefix alone).
-func (h *Handler) writable(catalog, namespace string) *Error {
-	if h.opts.WriteIsolated(catalog) {
+// resolves to (never on the URL prefix alone): the catalog's write policy
+// (access mode), then its writer isolation. what names the request.
+func (h *Handler) writable(ref nsRef, what string) *Error {
+	if h.opts.WriteRefusal != nil {
+		_, db, _ := h.ns.SplitDB(ref.Ext)
+		if why := h.opts.WriteRefusal(ref.Catalog, db, what); why != "" {
+			return forbidden("%s", why)
+		}
+	}
+	if h.opts.WriteIsolated(ref.Catalog) {
 		return nil
 	}
 	def := h.ns.Default().Name
 	return forbidden("Writes are only supported in catalogs whose metastore locks isolate writers; namespace '%s' belongs to catalog '%s', "+
-		"whose locks provide no writer isolation (the default catalog is '%s')", namespace, catalog, def)
+		"whose locks provide no writer isolation (the default catalog is '%s')", ref.Name, ref.Catalog, def)
+}
+
+// writesAllowed: the catalog takes REST writes at all (announced in
+// /v1/config).
+func (h *Handler) writesAllowed(catalog string) bool {
+	if h.opts.WriteRefusal != nil && h.opts.WriteRefusal(catalog, "", "") != "" {
+		return false
+	}
+	return h.opts.WriteIsolated(catalog)
 }
 
 // requestCtx carries one request's state through the handlers.
@@ -265,6 +304,7 @@ type requestCtx struct {
 	prefix  string // canonical catalog of the URL prefix
 	catalog string // catalog the request resolved to (for audit)
 	params  map[string]string
+	route   string // the endpoint served ("POST /v1/{prefix}/namespaces")
 	allow   string // the Allow header of a 405
 
 	ms      *thriftgen.Client

@@ -2,6 +2,7 @@ package restcatalog
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,6 +31,10 @@ type ServerOptions struct {
 	// ServiceUnavailableException with Retry-After. 0: no bound.
 	MaxInFlight int
 	QueueWait   time.Duration
+	// TLSCertFile and TLSKeyFile (rest-catalog.tls.*), when set, make the
+	// listener HTTPS only (TLS 1.2 or later); the files are read again when
+	// they change.
+	TLSCertFile, TLSKeyFile string
 	// Metrics receives hms_proxy_rest_listener_info.
 	Metrics *Metrics
 	Log     *slog.Logger
@@ -37,9 +42,10 @@ type ServerOptions struct {
 
 // Server is a running REST listener.
 type Server struct {
-	srv  *http.Server
-	ln   net.Listener
-	done chan error
+	srv   *http.Server
+	ln    net.Listener
+	done  chan error
+	certs *certReloader // nil without TLS
 }
 
 // Listen binds the listener and starts serving h in the background.
@@ -49,6 +55,17 @@ func Listen(h http.Handler, opts ServerOptions) (*Server, error) {
 		host = "0.0.0.0"
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(opts.Port))
+	var errLog *slog.Logger = opts.Log
+	if errLog == nil {
+		errLog = slog.Default()
+	}
+	var certs *certReloader
+	if opts.TLSCertFile != "" || opts.TLSKeyFile != "" {
+		var err error
+		if certs, err = newCertReloader(opts.TLSCertFile, opts.TLSKeyFile, errLog); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("rest-catalog listener on %s: %w", addr, err)
@@ -63,14 +80,10 @@ func Listen(h http.Handler, opts ServerOptions) (*Server, error) {
 	if maxHeader <= 0 {
 		maxHeader = 64 << 10
 	}
-	var errLog *slog.Logger = opts.Log
-	if errLog == nil {
-		errLog = slog.Default()
-	}
 	if opts.MaxInFlight > 0 {
 		h = newAdmission(h, opts.MaxInFlight, def(opts.QueueWait, 10*time.Second), opts.Metrics)
 	}
-	s := &Server{ln: ln, done: make(chan error, 1), srv: &http.Server{
+	s := &Server{ln: ln, done: make(chan error, 1), certs: certs, srv: &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: def(opts.ReadHeaderTimeout, 10*time.Second),
 		ReadTimeout:       def(opts.ReadTimeout, 60*time.Second),
@@ -80,8 +93,16 @@ func Listen(h http.Handler, opts ServerOptions) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(errLog.Handler(), slog.LevelWarn),
 	}}
 	opts.Metrics.ListenerInfo(host, opts.Port)
+	if certs != nil {
+		s.srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
+	}
 	go func() {
-		err := s.srv.Serve(ln)
+		var err error
+		if certs != nil {
+			err = s.srv.ServeTLS(ln, "", "")
+		} else {
+			err = s.srv.Serve(ln)
+		}
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -152,8 +173,13 @@ func (a *admission) serve(w http.ResponseWriter, r *http.Request) {
 // Addr is the bound address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// URL is the listener's base URL (http://host:port).
-func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+// URL is the listener's base URL (http://host:port, https:// with TLS).
+func (s *Server) URL() string {
+	if s.certs != nil {
+		return "https://" + s.ln.Addr().String()
+	}
+	return "http://" + s.ln.Addr().String()
+}
 
 // Shutdown stops accepting, lets in-flight requests finish within ctx, then
 // closes.

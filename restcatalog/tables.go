@@ -65,13 +65,23 @@ func (h *Handler) listTables(rc *requestCtx) (int, any, *Error) {
 }
 
 // object is the namespace and the name of the table or view the path names
-// (kind: its path parameter, "table" or "view").
+// (kind: its path parameter, "table" or "view"). A namespace of several
+// levels holds no table here: the object does not exist (the Java client
+// asks for ns.tbl.snapshots as table snapshots of namespace ns.tbl and falls
+// back to the metadata table only on NoSuchTableException).
 func (rc *requestCtx) object(kind string) (nsRef, string, *Error) {
-	ref, e := rc.namespace()
-	if e != nil {
-		return ref, "", e
-	}
 	name, e := rc.tableParam(kind)
+	if e != nil {
+		return nsRef{}, "", e
+	}
+	if raw := rc.params["namespace"]; strings.Contains(raw, nsSeparator) {
+		ns := strings.ReplaceAll(raw, nsSeparator, ".")
+		if kind == "view" {
+			return nsRef{}, "", noSuchView(ns, name)
+		}
+		return nsRef{}, "", noSuchTable(ns, name)
+	}
+	ref, e := rc.namespace()
 	return ref, name, e
 }
 
@@ -225,7 +235,7 @@ func (h *Handler) createTable(rc *requestCtx) (int, any, *Error) {
 	if t, e := rc.lookupTable(ref, req.Name); e != nil {
 		return 0, nil, e
 	} else if t != nil {
-		return 0, nil, alreadyExists("Table already exists: %s.%s", ref.Name, req.Name)
+		return 0, nil, existsError("Table", kindOf(t), ref.Name, req.Name)
 	}
 	m, err := icemeta.NewTable(req.Schema, req.PartitionSpec, req.WriteOrder, loc, req.Properties, time.Now())
 	if err != nil {
@@ -322,6 +332,9 @@ func (rc *requestCtx) renameObject(isView bool) (int, any, *Error) {
 	if e := rc.forWrite(src); e != nil {
 		return 0, nil, e
 	}
+	if e := rc.forWrite(dst); e != nil {
+		return 0, nil, e
+	}
 	var t *thriftgen.Table
 	if isView {
 		t, e = rc.icebergView(src, req.Source.Name)
@@ -337,7 +350,7 @@ func (rc *requestCtx) renameObject(isView bool) (int, any, *Error) {
 	if t, e := rc.lookupTable(dst, req.Destination.Name); e != nil {
 		return 0, nil, e
 	} else if t != nil {
-		return 0, nil, alreadyExists("%s already exists: %s.%s", strings.ToUpper(kind[:1])+kind[1:], dst.Name, req.Destination.Name)
+		return 0, nil, alreadyExists("Cannot rename %s.%s to %s.%s. %s already exists", src.Name, req.Source.Name, dst.Name, req.Destination.Name, kindOf(t))
 	}
 	c, e := rc.client()
 	if e != nil {

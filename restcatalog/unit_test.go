@@ -71,10 +71,16 @@ func TestHiveTypes(t *testing.T) {
 
 func TestCheckName(t *testing.T) {
 	for name, ok := range map[string]bool{"sales": true, "sales_2024": true, "Ümlaut": true, "a.b": true,
-		"": false, ".": false, "..": false, "a/b": false, `a\b`: false, "a..b": false, "a\x00b": false, "a\nb": false, "a\x7fb": false, "\xff": false} {
+		"tab/le": true, "a/b/c": true, // Hive allows '/' in table names
+		"": false, ".": false, "..": false, `a\b`: false, "a..b": false, "a\x00b": false, "a\nb": false, "a\x7fb": false, "\xff": false,
+		"/a": false, "a/": false, "a//b": false, "a/./b": false, "a/../b": false} {
 		if got := checkName("table", name) == nil; got != ok {
-			t.Errorf("checkName(%q) ok=%v, want %v", name, got, ok)
+			t.Errorf("checkName(table %q) ok=%v, want %v", name, got, ok)
 		}
+	}
+	// A Hive database name cannot contain '/'.
+	if e := checkName("namespace", "new/db"); e == nil || e.Code != 400 {
+		t.Errorf("checkName(namespace new/db) = %v", e)
 	}
 }
 

@@ -3,7 +3,6 @@ package restcatalog
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/restcatalog/icemeta"
@@ -111,17 +110,16 @@ func (h *Handler) createView(rc *requestCtx) (int, any, *Error) {
 	if t, e := rc.lookupTable(ref, req.Name); e != nil {
 		return 0, nil, e
 	} else if t != nil {
-		what := "Table"
-		if isIcebergView(t) || strings.EqualFold(t.TableType, tableTypeView) {
-			what = "View"
-		}
-		return 0, nil, alreadyExists("%s with same name already exists: %s.%s", what, ref.Name, req.Name)
+		return 0, nil, existsError("View", kindOf(t), ref.Name, req.Name)
 	}
 	m, err := icemeta.NewView(req.Schema, req.ViewVersion, loc, req.Properties, time.Now())
 	if err != nil {
-		return 0, nil, badRequest("cannot build the metadata of view %s.%s: %v", ref.Name, req.Name, err)
+		return 0, nil, metadataError(err, "cannot build the metadata of view %s.%s", ref.Name, req.Name)
 	}
 	newLoc := newViewMetadataLocation(m, "")
+	if e := checkLocation("view metadata location", newLoc); e != nil {
+		return 0, nil, e
+	}
 	if e := h.writeFile(rc.ctx, newLoc, m, ""); e != nil {
 		return 0, nil, e
 	}
@@ -143,7 +141,7 @@ func (h *Handler) createView(rc *requestCtx) (int, any, *Error) {
 		h.removeFile(rc.ctx, newLoc)
 		me := metastoreError(err, "view "+ref.Name+"."+req.Name, nil)
 		if me.Code == http.StatusConflict {
-			me = alreadyExists("View with same name already exists: %s.%s", ref.Name, req.Name)
+			me = existsError("View", "View", ref.Name, req.Name)
 		}
 		return 0, nil, me
 	}
@@ -172,12 +170,15 @@ func (h *Handler) replaceView(rc *requestCtx) (int, any, *Error) {
 	}
 	next, err := icemeta.ApplyView(base, req.Updates, time.Now())
 	if err != nil {
-		return 0, nil, badRequest("cannot apply the updates to view %s: %v", full, err)
+		return 0, nil, metadataError(err, "cannot apply the updates to view %s", full)
 	}
 	if e := checkLocation("view location", next.Location); e != nil {
 		return 0, nil, e
 	}
 	newLoc := newViewMetadataLocation(next, baseLoc)
+	if e := checkLocation("view metadata location", newLoc); e != nil {
+		return 0, nil, e
+	}
 	if e := h.writeFile(rc.ctx, newLoc, next, ""); e != nil {
 		return 0, nil, e
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/security"
 )
 
@@ -55,7 +56,7 @@ const (
 // Eviction reasons (the reason label of MetricImpersonationEvictions).
 const (
 	EvictIdle             = "idle"              // a session idle for impersonation-session-idle-ttl-ms
-	EvictTransportFailure = "transport_failure" // a session closed after a failed call
+	EvictTransportFailure = "transport_failure" // a session closed after a failed round trip (I/O, timeout, cancelled)
 	EvictUserEvicted      = "user_evicted"      // a user idle for impersonation-client-idle-ttl-ms
 	EvictUserCapacity     = "user_capacity"     // a user pushed out by impersonation-max-clients
 )
@@ -176,7 +177,7 @@ func (r *Router) impersonate(c *Catalog, base BackendOptions, o *ImpersonationOp
 		log = r.log
 	}
 	base.PoolSize = o.PoolSize
-	base.OnSessions, base.OnAcquireTimeout, base.OnDiscard = nil, nil, nil
+	base.OnSessions, base.OnAcquireTimeout = nil, nil // per user below; base.OnRetire counts for the catalog
 	u := &userPools{cat: c.Name, opt: o, base: base, shared: r.backends[c], log: log.With("catalog", c.Name),
 		users: map[string]*userPool{}, done: make(chan struct{})}
 	if r.users == nil {
@@ -270,7 +271,15 @@ func (u *userPools) build(ctx context.Context, p *userPool, id *security.Identit
 		}
 		o.OnSessions = p.publish(u.opt.Metrics)
 		o.OnAcquireTimeout = func(string) { u.opt.Metrics.timeout() }
-		o.OnDiscard = func() { u.opt.Metrics.evicted(EvictTransportFailure, 1) }
+		o.OnRetire = func(reason string) {
+			if u.base.OnRetire != nil {
+				u.base.OnRetire(reason)
+			}
+			switch reason {
+			case monitoring.RetireTransport, monitoring.RetireTimeout, monitoring.RetireCancelled:
+				u.opt.Metrics.evicted(EvictTransportFailure, 1)
+			}
+		}
 		p.b, err = NewBackend(o)
 		if err != nil && release != nil {
 			release()

@@ -29,6 +29,8 @@ func (r *Router) local(req *request) {
 		}
 		body := wire.Struct(wire.Field{ID: 0, V: wire.Struct(wire.Field{ID: 1, V: names})})
 		req.out = wire.AppendMessage(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+	case AnswerEmpty:
+		r.emptyReply(req)
 	case AnswerRefreshPrivileges:
 		// HiveServer2's PrivilegeSynchronizer calls it for every table on a
 		// timer; the metastore's answer when the refresh worked.

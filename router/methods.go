@@ -88,6 +88,13 @@ type Spec struct {
 	Rename bool
 	// excNames: the exception type of each declared exception field.
 	excNames map[int16]string
+	// keepSession: bit i is set when a declared exception in result field
+	// i leaves nothing on the backend session, so the session may serve
+	// the next client (sessions.go says which and why).
+	keepSession uint64
+	// SessionState: a success changes the backend session for the calls
+	// after it (sessions.go), so the session serves no other client.
+	SessionState bool
 	// Why, for refused calls: the reason in the MetaException.
 	Why string
 }
@@ -192,6 +199,9 @@ var rules = []rule{
 type Table struct {
 	specs map[string]*Spec
 	names []string
+	// stateLens: bit n is set when a method of n bytes has SessionState,
+	// so a successful reply of any other method costs no lookup.
+	stateLens uint64
 }
 
 // Lookup returns the spec of a method, nil when unknown.
@@ -232,7 +242,7 @@ func BuildTable() (*Table, error) {
 		}
 		s := &Spec{Name: m.Name, Method: m, Family: r.family, Classes: r.classes, Unrouted: r.unrouted,
 			Special: r.special, MetaExcField: -1, NoSuchObjectField: -1, InvalidOperationField: -1,
-			Rename: renames[m.Name], excNames: map[int16]string{}}
+			Rename: renames[m.Name], SessionState: sessionState[m.Name], excNames: map[int16]string{}}
 		if s.Special == RefuseAlways {
 			s.Why = "catalogs are managed in the proxy configuration (catalogs=...), not by client RPCs"
 		}
@@ -250,6 +260,9 @@ func BuildTable() (*Table, error) {
 				}
 				if f.ID != 0 {
 					s.excNames[f.ID] = f.Type.Name
+					if f.ID < 64 && s.missLeavesNothing(f.Type.Name) {
+						s.keepSession |= 1 << f.ID
+					}
 				}
 				switch f.Type.Name {
 				case "MetaException":
@@ -263,6 +276,9 @@ func BuildTable() (*Table, error) {
 		}
 		t.specs[m.Name] = s
 		t.names = append(t.names, m.Name)
+		if s.SessionState && len(m.Name) < 64 {
+			t.stateLens |= 1 << len(m.Name)
+		}
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("method table: %d RPCs of the canonical API have no classification: %s",

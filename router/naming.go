@@ -60,6 +60,25 @@ func (n *Namespace) Catalogs() []*Catalog { return n.ordered }
 // Lookup finds a proxy catalog by name (case-insensitive).
 func (n *Namespace) Lookup(name string) *Catalog { return n.byName[strings.ToLower(name)] }
 
+// backendCatalog is the catalog whose metastore calls its own catalog name
+// (case-insensitively; "hive" unless metastore.catalog.default says
+// otherwise): the default catalog when it does, else the first such catalog
+// in configured order; nil when no metastore behind the proxy has it.
+func (n *Namespace) backendCatalog(name string) *Catalog {
+	if name == "" {
+		return nil
+	}
+	if strings.EqualFold(n.def.BackendName, name) {
+		return n.def
+	}
+	for _, c := range n.ordered {
+		if strings.EqualFold(c.BackendName, name) {
+			return c
+		}
+	}
+	return nil
+}
+
 // Separator returns the catalog/db separator.
 func (n *Namespace) Separator() string { return n.sep }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hms-proxy/hms-proxy/compat"
+	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -74,6 +75,11 @@ const (
 	AnswerOneway                  // fb303 shutdown/reinitialize: never reach a backend
 	AnswerHandler                 // an Options.Local handler (delegation tokens)
 	AnswerRefreshPrivileges       // refresh_privileges: success (routing.refresh-privileges.synthetic-success)
+	// AnswerEmpty: the method's empty success (an empty list, a void), what
+	// the metastore answers when the request names nothing that exists (a
+	// database pattern that is the empty name, a catalog no metastore
+	// behind the proxy has, dropping such a catalog where that is no error).
+	AnswerEmpty
 )
 
 // Merge says how fan-out answers are combined.
@@ -192,7 +198,7 @@ func (p *Plan) String() string {
 			b.WriteString("]")
 		}
 	case PlanLocal:
-		b.WriteString([...]string{"", " set_ugi", " get_catalogs", " getVersion", " oneway fb303", " local handler", " refresh_privileges success"}[p.Local])
+		b.WriteString([...]string{"", " set_ugi", " get_catalogs", " getVersion", " oneway fb303", " local handler", " refresh_privileges success", " empty answer"}[p.Local])
 	case PlanRefuse:
 		fmt.Fprintf(&b, " %s: %s", p.Refusal.Reason, p.Refusal.Message)
 	}
@@ -227,7 +233,7 @@ func (r *Router) plan(req *request) {
 	}
 	switch spec.Special {
 	case RefuseAlways:
-		p.Kind, p.Refusal = PlanRefuse, refusal(RefuseMeta, "catalog_registry", "%s is refused by hms-proxy: %s", m.Name, spec.Why)
+		r.planCatalogRegistry(req)
 		return
 	case DropOneway:
 		p.Kind, p.Local = PlanLocal, AnswerOneway
@@ -267,6 +273,11 @@ type route struct {
 	conflict     []string // catalogs named beyond the first
 	unprefixedDB string   // the first unprefixed name (for messages)
 	prefixedDB   string   // the first prefixed name (for messages)
+	// backendNamed: a catalog field holds a metastore's own catalog name
+	// ("hive") rather than a proxy catalog's: the catalog whose backend
+	// that is (the default catalog when several share it). It decides only
+	// when nothing else names a catalog or database.
+	backendNamed *Catalog
 	// For renames (alter_table forms): where the source and the target
 	// table's database resolve.
 	source, target *Catalog
@@ -376,11 +387,14 @@ func (a *argVisitor) Visit(s *wire.Span) error {
 			}
 		}
 		if spec.Rename && s.Role == RoleDB && ref.name != "" {
-			// c is nil for a name without a prefix: resolved after the
-			// walk, when it is known whether a catalog field names one.
-			rc := c
-			if !explicit {
-				rc = nil
+			// A name with a prefix, or with a marker naming a proxy
+			// catalog, carries its catalog; any other is resolved after
+			// the walk (planSingle), when the whole request is known.
+			var rc *Catalog
+			if explicit {
+				rc = c
+			} else if mc := ns.markerCatalog(ref); mc != nil {
+				rc = mc
 			}
 			if inTable {
 				if rt.targetDB == "" {
@@ -402,6 +416,8 @@ func (a *argVisitor) Visit(s *wire.Span) error {
 			if val != c.BackendName {
 				p.Patches = append(p.Patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, c.BackendName)})
 			}
+		} else if rt.backendNamed == nil {
+			rt.backendNamed = ns.backendCatalog(val)
 		}
 	case RoleFullTable:
 		c, internal, explicit := ns.SplitFullTable(val)
@@ -423,6 +439,76 @@ func (a *argVisitor) Visit(s *wire.Span) error {
 	return nil
 }
 
+// namesNothing reports whether a database pattern argument matches nothing
+// in any metastore, so the answer is the empty list without asking one: the
+// empty name ("", or Hive 3's "@cat#!"), which a metastore matches against
+// no database, and a catalog marker naming neither a proxy catalog nor any
+// catalog a metastore behind the proxy has ("@nosuchcatalog#*", "@h*#*":
+// the metastore takes the catalog name literally). A marker without a
+// database ("@hive#") means every database.
+func (r *Router) namesNothing(ref dbRef) bool {
+	if ref.hasName && ref.name == "" {
+		return true
+	}
+	return ref.marked && r.ns.markerCatalog(ref) == nil && r.ns.backendCatalog(ref.markCat) == nil
+}
+
+// planCatalogRegistry plans create/drop/alter_catalog. Catalogs are the
+// proxy's configuration, so none of them reaches a metastore; but dropping
+// or altering a catalog that does not exist answers what the metastore
+// answers: NoSuchObjectException, or, for a drop with ifExists (Hive 4.1's
+// field, which an absent value leaves true as the 4.1 metastore does;
+// a front door whose profile lacks it reads it as Hive 3 would: not at
+// all), nothing to do.
+func (r *Router) planCatalogRegistry(req *request) {
+	p, m, spec := &req.plan, req.msg, req.plan.Spec
+	p.Kind, p.Refusal = PlanRefuse, refusal(RefuseMeta, "catalog_registry", "%s is refused by hms-proxy: %s", m.Name, spec.Why)
+	if m.Name != "drop_catalog" && m.Name != "alter_catalog" {
+		return
+	}
+	v, err := wire.DecodeStruct(m.Body())
+	if err != nil {
+		return
+	}
+	rq := v.Field(1)
+	if rq == nil {
+		return
+	}
+	name := rq.Field(1).String()
+	if r.ns.Lookup(name) != nil {
+		return
+	}
+	if m.Name == "drop_catalog" && r.dropIfExists(req, rq) {
+		p.Kind, p.Refusal, p.Local = PlanLocal, nil, AnswerEmpty
+		return
+	}
+	names := make([]string, 0, len(r.ns.Catalogs()))
+	for _, c := range r.ns.Catalogs() {
+		names = append(names, c.Name)
+	}
+	p.Refusal = refusal(RefuseNoSuchObject, "no_such_catalog", "No catalog %s: the catalogs of hms-proxy are %s (managed in its configuration)",
+		name, strings.Join(names, ", "))
+}
+
+// dropIfExists reads DropCatalogRequest.ifExists as the client's metastore
+// version would: absent is true where the field exists (Hive 4.1), and a
+// front door whose profile lacks the field ignores it (Hive 3.1.3).
+func (r *Router) dropIfExists(req *request, rq *wire.Value) bool {
+	st := thriftgen.LookupStruct("DropCatalogRequest")
+	if st == nil {
+		return false
+	}
+	f := st.FieldByID(2)
+	fe := req.conn.Frontend
+	if f == nil || fe == nil || fe.Profile == 0 || f.Profiles&fe.Profile == 0 {
+		return false
+	}
+	if v := rq.Field(2); v != nil {
+		return v.Int != 0
+	}
+	return true
+}
+
 // planSingle plans the generic path: one call to one catalog.
 func (r *Router) planSingle(req *request) {
 	p, spec, m := &req.plan, req.plan.Spec, req.msg
@@ -433,8 +519,16 @@ func (r *Router) planSingle(req *request) {
 		return
 	}
 	if spec.Rename && rt.sourceDB != "" && rt.targetDB != "" {
+		// A plain database name is the default catalog's, as anywhere.
+		// Only in a request that writes no catalog prefix at all does a
+		// catalog field name the catalog of its plain names (a Hive 3
+		// client's "@catalog2#sales" with Table.catName catalog2). Where
+		// a prefix is written, a catalog field echoes the table the
+		// client read (Trino renames the Table it got, catName
+		// catalog2, to dbName "s1") and does not pull the plain name
+		// into that catalog.
 		home := r.ns.Default()
-		if rt.explicit != nil {
+		if rt.explicit != nil && rt.prefixed == nil {
 			home = rt.explicit
 		}
 		if rt.source == nil {
@@ -462,12 +556,19 @@ func (r *Router) planSingle(req *request) {
 		return
 	}
 	if !explicit {
-		if !rt.unprefixed && len(p.DBs) == 0 && spec.Unrouted == Refuse {
+		// Nothing names a proxy catalog or a database: a catalog field in
+		// the metastore's own form ("hive", what Hive clients fill in and
+		// what federation.preserve-backend-catalog-name=true answers)
+		// names the catalog whose metastore has it, so routing does not
+		// depend on that key.
+		if b := rt.backendNamed; b != nil && !rt.unprefixed && len(p.DBs) == 0 {
+			cat = b
+		} else if !rt.unprefixed && len(p.DBs) == 0 && spec.Unrouted == Refuse {
 			p.Kind, p.Refusal = PlanRefuse, refusal(RefuseMeta, "namespace_less",
 				"%s names no catalog or database; hms-proxy refuses namespace-less global writes in a multi-catalog deployment instead of guessing a target", m.Name)
 			return
 		}
-		p.DefaultRouted = true
+		p.DefaultRouted = cat.Default
 	}
 	if ref := r.acidRefusal(req, cat); ref != nil {
 		ref.Catalog = cat.Name
@@ -544,6 +645,10 @@ func (r *Router) planDatabases(req *request) {
 	// narrow the call.
 	ref := parseDBRef(v.Field(1).String())
 	pattern := ref.name
+	if r.namesNothing(ref) {
+		p.Kind, p.Local = PlanLocal, AnswerEmpty
+		return
+	}
 	if only := r.ns.markerCatalog(ref); only != nil {
 		leg := Leg{Cat: only, Op: LegDatabases}
 		if pattern != "" && pattern != "*" {
@@ -617,6 +722,10 @@ func (r *Router) planTableMeta(req *request) {
 	// narrows the call to that catalog; a backend name ("hive") does not.
 	ref := parseDBRef(args.Field(1).String())
 	dbPattern := ref.name
+	if r.namesNothing(ref) {
+		p.Kind, p.Local = PlanLocal, AnswerEmpty
+		return
+	}
 	withDB := func(backendPattern string) wire.Value {
 		a := wire.Value{Type: wire.TStruct, Fields: append([]wire.Field(nil), args.Fields...)}
 		a.Set(1, wire.Str(backendPattern))

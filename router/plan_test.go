@@ -140,7 +140,13 @@ func TestPlannerOverEveryMethodRow(t *testing.T) {
 		hasDB := planOf(t, r, m.Name, sampleArgs(m, "MARK")).Kind == PlanSingle && len(rawDBs(t, r, m)) > 0
 		switch {
 		case spec.Special == RefuseAlways:
-			expectRefusal(t, m.Name, p, "catalog_registry")
+			// The sample leaves catalog names out: dropping or altering a
+			// catalog that does not exist is the metastore's "not found".
+			want := "catalog_registry"
+			if m.Name == "drop_catalog" || m.Name == "alter_catalog" {
+				want = "no_such_catalog"
+			}
+			expectRefusal(t, m.Name, p, want)
 		case spec.Special == DropOneway || spec.Special == LocalSetUGI || spec.Special == LocalCatalogs:
 			if p.Kind != PlanLocal {
 				t.Errorf("%s: want a local answer, got %s", m.Name, p)
@@ -340,5 +346,184 @@ func TestRewriteErrTextNamesOnlyTheCallsDatabases(t *testing.T) {
 		if got := rewriteErrText(c.in, "hive", "catalog2", "__", []string{"e1", "sales_2024"}); got != c.want {
 			t.Errorf("rewrite(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// Catalogs are the proxy's configuration: create/drop/alter_catalog never
+// reach a metastore. Dropping or altering one that does not exist answers as
+// the client's metastore version does (the e2e test compares with real
+// ones): NoSuchObjectException, or for a Hive 4.1 client's drop, whose
+// ifExists is true unless it says false, nothing to do.
+func TestCatalogRegistryCallsAnswerAsTheMetastore(t *testing.T) {
+	r := testRouter(t)
+	drop := func(name string, ifExists *bool) wire.Value {
+		rq := wire.Struct(wire.Field{ID: 1, V: wire.Str(name)})
+		if ifExists != nil {
+			rq.Set(2, wire.Bool(*ifExists))
+		}
+		return wire.Struct(wire.Field{ID: 1, V: rq})
+	}
+	yes, no := true, false
+	h3 := &Frontend{Name: "primary", Profile: thriftgen.ProfileApache313}
+	h4 := &Frontend{Name: "hive4", Profile: thriftgen.ProfileApache410}
+	plan := func(fe *Frontend, method string, args wire.Value) *Plan {
+		raw := wire.AppendMessage(nil, wire.Header{Name: method, Type: wire.Call, SeqID: 1}, &args)
+		m, err := wire.ParseMessage(raw, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &request{msg: m, conn: &ConnInfo{Frontend: fe}, status: "ok"}
+		r.plan(req)
+		return &req.plan
+	}
+	expectRefusal(t, "drop_catalog of a configured catalog", plan(h3, "drop_catalog", drop("catalog2", nil)), "catalog_registry")
+	expectRefusal(t, "drop_catalog of a configured catalog (4.1)", plan(h4, "drop_catalog", drop("Catalog2", &yes)), "catalog_registry")
+	for _, c := range []struct {
+		what     string
+		fe       *Frontend
+		ifExists *bool
+		empty    bool
+	}{
+		{"a 3.1.3 client", h3, nil, false},
+		{"a 3.1.3 client with 4.1's ifExists (read as Hive 3.1.3 reads it: not at all)", h3, &yes, false},
+		{"a 4.1 client without ifExists", h4, nil, true},
+		{"a 4.1 client with ifExists=true", h4, &yes, true},
+		{"a 4.1 client with ifExists=false", h4, &no, false},
+	} {
+		p := plan(c.fe, "drop_catalog", drop("nosuchcatalog", c.ifExists))
+		if c.empty {
+			if p.Kind != PlanLocal || p.Local != AnswerEmpty {
+				t.Errorf("drop_catalog of a missing catalog by %s: want the empty success, got %s", c.what, p)
+			}
+			continue
+		}
+		expectRefusal(t, "drop_catalog of a missing catalog by "+c.what, p, "no_such_catalog", "No catalog nosuchcatalog", "catalog1, catalog2, catalog3")
+		if p.Refusal.Kind != RefuseNoSuchObject {
+			t.Errorf("%s: refusal kind %d, want NoSuchObjectException", c.what, p.Refusal.Kind)
+		}
+	}
+	alter := wire.Struct(wire.Field{ID: 1, V: wire.Struct(wire.Field{ID: 1, V: wire.Str("nosuchcatalog")})})
+	p := plan(h4, "alter_catalog", alter)
+	expectRefusal(t, "alter_catalog of a missing catalog", p, "no_such_catalog")
+	expectRefusal(t, "create_catalog", plan(h3, "create_catalog", wire.Struct()), "catalog_registry")
+}
+
+// Database patterns that name nothing any metastore has answer the empty
+// list without a backend call, as a metastore answers them; "@hive#" (every
+// database of the client's catalog) still asks every catalog.
+func TestDatabasePatternsThatNameNothingAnswerEmpty(t *testing.T) {
+	r := testRouter(t)
+	for _, method := range []string{"get_table_meta", "get_databases"} {
+		for _, pattern := range []string{"", "@hive#!", "@catalog2#!", "@nosuchcatalog#*", "@h*#*", "@nosuchcatalog#"} {
+			p := planOf(t, r, method, wire.Struct(wire.Field{ID: 1, V: wire.Str(pattern)}, wire.Field{ID: 2, V: wire.Str("*")}))
+			if p.Kind != PlanLocal || p.Local != AnswerEmpty {
+				t.Errorf("%s(%q): want the empty answer, got %s", method, pattern, p)
+			}
+		}
+		for pattern, legs := range map[string]int{"*": 3, "@hive#": 3, "@HIVE#*": 3, "@catalog2#": 1, "catalog2__*": 1} {
+			p := planOf(t, r, method, wire.Struct(wire.Field{ID: 1, V: wire.Str(pattern)}, wire.Field{ID: 2, V: wire.Str("*")}))
+			if p.Kind != PlanFanOut || len(p.Legs) != legs {
+				t.Errorf("%s(%q): want a fan-out over %d catalogs, got %s", method, pattern, legs, p)
+			}
+		}
+	}
+}
+
+// A catalog field in the metastore's own form ("hive": what Hive clients
+// fill in, and what federation.preserve-backend-catalog-name=true answers)
+// names the default catalog when nothing else names a catalog or database,
+// with the key on or off; a prefixed database still decides.
+func TestABackendCatalogNameRoutesAsTheDefaultCatalogWithEitherPreserveSetting(t *testing.T) {
+	for _, preserve := range []string{"false", "true"} {
+		r := testRouter(t, "federation.preserve-backend-catalog-name="+preserve)
+		for _, c := range []struct {
+			method string
+			args   wire.Value
+			want   string
+		}{
+			{"create_database", wire.Struct(wire.Field{ID: 1, V: wire.Struct(wire.Field{ID: 1, V: wire.Str("")}, wire.Field{ID: 8, V: wire.Str("hive")})}), "catalog1"},
+			{"create_table", wire.Struct(wire.Field{ID: 1, V: wire.Struct(wire.Field{ID: 1, V: wire.Str("t")}, wire.Field{ID: 17, V: wire.Str("hive")})}), "catalog1"},
+			{"create_function", wire.Struct(wire.Field{ID: 1, V: wire.Struct(wire.Field{ID: 1, V: wire.Str("f")}, wire.Field{ID: 9, V: wire.Str("HIVE")})}), "catalog1"},
+			{"create_table", wire.Struct(wire.Field{ID: 1, V: wire.Struct(wire.Field{ID: 1, V: wire.Str("t")}, wire.Field{ID: 2, V: wire.Str("catalog2__s")}, wire.Field{ID: 17, V: wire.Str("hive")})}), "catalog2"},
+			{"create_table", wire.Struct(wire.Field{ID: 1, V: wire.Struct(wire.Field{ID: 1, V: wire.Str("t")}, wire.Field{ID: 17, V: wire.Str("catalog3")})}), "catalog3"},
+		} {
+			p := planOf(t, r, c.method, c.args)
+			if p.Kind != PlanSingle || p.Target.Name != c.want {
+				t.Errorf("preserve=%s %s: want %s, got %s", preserve, c.method, c.want, p)
+			}
+		}
+		// Still namespace-less: no catalog field at all, or one no
+		// metastore behind the proxy has.
+		for _, cat := range []string{"", "spark"} {
+			db := wire.Struct(wire.Field{ID: 1, V: wire.Str("")})
+			if cat != "" {
+				db.Set(8, wire.Str(cat))
+			}
+			expectRefusal(t, "create_database naming catalog "+cat, planOf(t, r, "create_database", wire.Struct(wire.Field{ID: 1, V: db})), "namespace_less")
+		}
+	}
+}
+
+// Issue 20, item 5: a rename from a prefixed database to a plain one moves
+// the table to the default catalog's database, which no metastore can do,
+// in every alter_table form and however the request carries catalogs: the
+// new Table's catName echoing the catalog the client read it from (Trino's
+// rename of the Table it got, the Java client's alter_table), Hive 3's
+// "@hive#" or "@catalog2#" marker on the source, AlterTableRequest.catName.
+// Names that carry their catalog, or plain names in a request whose catalog
+// field names the catalog, stay within it.
+func TestPlannerRenameToAPlainDatabaseIsTheDefaultCatalogs(t *testing.T) {
+	r := testRouter(t)
+	newTbl := func(db, cat string) wire.Value {
+		v := wire.Struct(wire.Field{ID: 1, V: wire.Str("moved")}, wire.Field{ID: 2, V: wire.Str(db)})
+		if cat != "" {
+			v.Set(17, wire.Str(cat))
+		}
+		return v
+	}
+	positional := func(method, src string, tbl wire.Value) wire.Value {
+		a := wire.Struct(wire.Field{ID: 1, V: wire.Str(src)}, wire.Field{ID: 2, V: wire.Str("t")}, wire.Field{ID: 3, V: tbl})
+		if method == "alter_table_with_cascade" {
+			a.Set(4, wire.Bool(true))
+		}
+		return a
+	}
+	req := func(cat, src string, tbl wire.Value) wire.Value {
+		rq := wire.Struct(wire.Field{ID: 2, V: wire.Str(src)}, wire.Field{ID: 3, V: wire.Str("t")}, wire.Field{ID: 4, V: tbl})
+		if cat != "" {
+			rq.Set(1, wire.Str(cat))
+		}
+		return wire.Struct(wire.Field{ID: 1, V: rq})
+	}
+	for _, method := range []string{"alter_table", "alter_table_with_environment_context", "alter_table_with_cascade"} {
+		for _, c := range []struct{ src, cat string }{
+			{"catalog2__sales", ""}, {"catalog2__sales", "catalog2"}, {"@hive#catalog2__sales", "catalog2"},
+			{"@catalog2#catalog2__sales", "catalog2"}, {"@catalog2#catalog2__sales", "hive"},
+		} {
+			p := planOf(t, r, method, positional(method, c.src, newTbl("sales", c.cat)))
+			expectRefusal(t, method+" from "+c.src+" with catName "+c.cat, p, "cross_catalog_rename", "catalog2", "catalog1", "sales")
+		}
+		for _, c := range []struct{ src, db, cat string }{
+			{"catalog2__sales", "catalog2__s1", "catalog2"}, // prefixed on both sides
+			{"@catalog2#sales", "s1", "catalog2"},           // Hive 3: plain names, catalog fields
+			{"@catalog2#sales", "catalog2__s1", ""},         // a marker carries the source's catalog
+			{"sales", "s1", ""},                             // the default catalog's
+		} {
+			p := planOf(t, r, method, positional(method, c.src, newTbl(c.db, c.cat)))
+			want := "catalog2"
+			if c.src == "sales" {
+				want = "catalog1"
+			}
+			if p.Kind != PlanSingle || p.Target.Name != want {
+				t.Errorf("%s from %s to %s (catName %q): want %s, got %s", method, c.src, c.db, c.cat, want, p)
+			}
+		}
+	}
+	for _, cat := range []string{"", "catalog2", "hive"} {
+		p := planOf(t, r, "alter_table_req", req(cat, "catalog2__sales", newTbl("sales", cat)))
+		expectRefusal(t, "alter_table_req with catName "+cat, p, "cross_catalog_rename", "catalog2", "catalog1")
+	}
+	if p := planOf(t, r, "alter_table_req", req("catalog2", "sales", newTbl("s1", "catalog2"))); p.Kind != PlanSingle || p.Target.Name != "catalog2" {
+		t.Errorf("alter_table_req within catalog2 by plain names and catName: %s", p)
 	}
 }

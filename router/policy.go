@@ -46,6 +46,27 @@ func (p *Policy) writeRefusal(catalog, method string, dbs []string) string {
 	return ""
 }
 
+// WriteRefusal explains why catalog's write policy refuses a write (what
+// names it in the message) to database db, a backend name; "" when it is
+// allowed. With db "" it answers for the catalog as a whole: only READ_ONLY
+// refuses every write there. The Iceberg REST frontend asks it before it
+// takes a lock or writes a file, and leaves the write endpoints out of
+// /v1/config where the catalog refuses every write.
+func (r *Router) WriteRefusal(catalog, db, what string) string {
+	c := r.ns.Lookup(catalog)
+	if c == nil {
+		return ""
+	}
+	p := r.policies[c]
+	if db == "" {
+		if p.access != configs.AccessReadOnly {
+			return ""
+		}
+		return p.writeRefusal(c.Name, what, nil)
+	}
+	return p.writeRefusal(c.Name, what, []string{db})
+}
+
 // Exposure is selective federation exposure: which backend databases and
 // tables of a catalog clients may see. Patterns match backend names, whole
 // string, case-insensitively (compiled that way by configs).

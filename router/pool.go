@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/audit"
+	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -41,8 +42,13 @@ type BackendOptions struct {
 	OnSessions func(active, idle int)
 	// OnAcquireTimeout is told when a borrow gives up (metrics).
 	OnAcquireTimeout func(operation string)
-	// OnDiscard is told when a session is closed after a failure (metrics).
-	OnDiscard func()
+	// OnRetire is told when a session is closed instead of given back, and
+	// why (monitoring.RetireReasons; metrics).
+	OnRetire func(reason string)
+	// Table is the method table: which outcomes of which RPCs leave a
+	// session fit for the next client (sessions.go). nil: a session is
+	// given back only after a success or UNKNOWN_METHOD.
+	Table *Table
 	// Guard is the catalog's circuit breaker and adaptive timeout, shared
 	// by the catalog's shared pool and its impersonation pools; nil: none.
 	// Every client call asks it first (an open circuit fails fast, before a
@@ -97,12 +103,12 @@ type session struct {
 	rd     *wire.Reader // unframed replies (r for framed ones)
 	reply  wire.Message // the last reply; valid until the session is given back
 	idle   time.Time    // when it was last given back (CloseIdle)
-	// outOfStep: the metastore answered PROTOCOL_ERROR, so it may have
-	// stopped reading the call part way (Thrift's processors answer it
-	// when the arguments fail to read, e.g. a required field is unset, and
-	// then read the rest of the call as the next message). The session is
+	// retire: why the last reply leaves the session unfit for another
+	// call (sessions.go: the metastore's thread may hold an open
+	// transaction, changed settings, or be out of step after a
+	// PROTOCOL_ERROR); "" when it may serve again. A retired session is
 	// closed instead of given back.
-	outOfStep bool
+	retire string
 }
 
 // NewBackend validates the URIs and builds an (unconnected) pool.
@@ -242,7 +248,7 @@ func (b *Backend) call(ctx context.Context, req []byte, retry bool, rw *ReplyWal
 	// connection that failed, or a call that timed out, would just fail (or
 	// hang) again and double the client's wait.
 	if err != nil && retry && s.reused && !isTimeout(err) && ctx.Err() == nil {
-		b.discard(s)
+		b.discard(s, monitoring.RetireTransport)
 		if s, err = b.borrowFresh(ctx); err != nil {
 			b.release()
 			b.failure(err)
@@ -261,9 +267,9 @@ func (b *Backend) call(ctx context.Context, req []byte, retry bool, rw *ReplyWal
 	// request is not.
 	ticket.Done(elapsed, err)
 	if err != nil {
-		b.discard(s)
-		b.release()
 		err = b.overBudget(err, deadline, limit, adaptive)
+		b.discard(s, failureReason(err))
+		b.release()
 		b.failure(err)
 		return nil, nil, false, err
 	}
@@ -336,11 +342,7 @@ func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, callDea
 	if err != nil {
 		return nil, err
 	}
-	if m.Type == wire.Exception {
-		if typ, _, perr := wire.ParseAppException(m.Body()); perr != nil || typ == wire.AppProtocolError {
-			s.outOfStep = true
-		}
-	}
+	s.retire = b.opt.Table.retireAfter(name, m)
 	return m, nil
 }
 
@@ -449,8 +451,8 @@ func (b *Backend) giveBack(s *session) {
 	closed := b.closed
 	b.mu.Unlock()
 	switch {
-	case s.outOfStep:
-		b.discard(s)
+	case s.retire != "":
+		b.discard(s, s.retire)
 	case closed:
 		s.conn.Close()
 	default:
@@ -465,10 +467,11 @@ func (b *Backend) giveBack(s *session) {
 	b.release()
 }
 
-func (b *Backend) discard(s *session) {
+// discard closes a session that must not serve another call.
+func (b *Backend) discard(s *session, reason string) {
 	s.conn.Close()
-	if b.opt.OnDiscard != nil {
-		b.opt.OnDiscard()
+	if b.opt.OnRetire != nil {
+		b.opt.OnRetire(reason)
 	}
 }
 

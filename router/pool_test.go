@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -129,5 +130,137 @@ func TestPoolStampsItsOwnSequenceIDs(t *testing.T) {
 	defer mu.Unlock()
 	if len(seen) != 3 || seen[0] == seen[1] || seen[1] == seen[2] || accepted.Load() != 1 {
 		t.Fatalf("one session, three distinct sequence ids: saw %v over %d connections", seen, accepted.Load())
+	}
+}
+
+// Which outcomes give a session back and which close it (sessions.go): the
+// peer answers each call with a scripted outcome; every call that must
+// retire its session makes the next one connect anew.
+func TestPoolRetiresSessionsAfterOutcomesThatMayLeaveState(t *testing.T) {
+	table, err := BuildTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := func(method string, field func(*Spec) int16) func(m *wire.Message) []byte {
+		s := table.Lookup(method)
+		return func(m *wire.Message) []byte {
+			body := wire.Struct(wire.Field{ID: field(s), V: wire.Struct(wire.Field{ID: 1, V: wire.Str("no")})})
+			return wire.AppendMessage(nil, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+		}
+	}
+	noSuch := func(s *Spec) int16 { return s.NoSuchObjectField }
+	meta := func(s *Spec) int16 { return s.MetaExcField }
+	app := func(typ int32) func(m *wire.Message) []byte {
+		return func(m *wire.Message) []byte { return wire.AppException(m.Name, m.SeqID, typ, "boom") }
+	}
+	void := func(m *wire.Message) []byte {
+		body := wire.Struct()
+		return wire.AppendMessage(nil, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
+	}
+	cases := []struct {
+		name, method string
+		answer       func(m *wire.Message) []byte
+		table        *Table
+		retire       string // "" : the session serves every call
+	}{
+		{"a success", "get_all_databases", func(m *wire.Message) []byte { return reply(m.Name, m.SeqID) }, table, ""},
+		{"a void success", "drop_table", void, table, ""},
+		{"a read's NoSuchObjectException (tableExists)", "get_table", declared("get_table", noSuch), table, ""},
+		{"get_table_req's NoSuchObjectException", "get_table_req", declared("get_table_req", noSuch), table, ""},
+		{"get_database's NoSuchObjectException", "get_database", declared("get_database", noSuch), table, ""},
+		{"UNKNOWN_METHOD (no handler ran)", "get_table_req", app(wire.AppUnknownMethod), table, ""},
+		{"a write's NoSuchObjectException", "drop_table", declared("drop_table", noSuch), table, "exception"},
+		{"a write's MetaException (exchange_partitions)", "exchange_partitions", declared("exchange_partitions", meta), table, "exception"},
+		{"a read's MetaException", "get_table", declared("get_table", meta), table, "exception"},
+		{"a lock call's exception", "check_lock", declared("check_lock", func(s *Spec) int16 { return 1 }), table, "exception"},
+		{"INTERNAL_ERROR of a read", "get_table", app(wire.AppInternalError), table, "application_exception"},
+		{"PROTOCOL_ERROR", "lock", app(wire.AppProtocolError), table, "protocol_error"},
+		{"setMetaConf's success", "setMetaConf", void, table, "session_state"},
+		{"without a method table, a read's miss", "get_table", declared("get_table", noSuch), nil, "exception"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			addr, accepted := peer(t, c.answer)
+			var mu sync.Mutex
+			var reasons []string
+			b, err := NewBackend(BackendOptions{Catalog: "c1", URIs: []string{"thrift://" + addr}, PoolSize: 1,
+				Table: c.table, OnRetire: func(r string) { mu.Lock(); reasons = append(reasons, r); mu.Unlock() }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			for i := 0; i < 3; i++ {
+				args := wire.Struct()
+				req := wire.AppendMessage(nil, wire.Header{Name: c.method, Type: wire.Call, SeqID: 1}, &args)
+				_, done, err := b.Call(context.Background(), req, false)
+				if err != nil {
+					t.Fatalf("call %d: %v", i, err)
+				}
+				done()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			wantConns, wantReasons := int32(1), []string(nil)
+			if c.retire != "" {
+				wantConns, wantReasons = 3, []string{c.retire, c.retire, c.retire}
+			}
+			if n := accepted.Load(); n != wantConns || strings.Join(reasons, ",") != strings.Join(wantReasons, ",") {
+				t.Fatalf("3 calls used %d connections and retired %v; want %d and %v", n, reasons, wantConns, wantReasons)
+			}
+		})
+	}
+}
+
+// A round trip that fails closes its session with the reason a dashboard
+// shows: a timeout, a cancelled caller, or the transport.
+func TestPoolNamesWhyAFailedRoundTripClosedItsSession(t *testing.T) {
+	block, got := make(chan struct{}), make(chan struct{}, 1)
+	t.Cleanup(func() { close(block) })
+	slow, _ := peer(t, func(m *wire.Message) []byte {
+		got <- struct{}{}
+		<-block // never answers in time
+		return nil
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0") // hangs up on every call
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = c.Read(make([]byte, 64)); c.Close() }()
+		}
+	}()
+	var mu sync.Mutex
+	var reasons []string
+	call := func(addr string, ctx context.Context, socketTimeout time.Duration) {
+		t.Helper()
+		b, err := NewBackend(BackendOptions{Catalog: "c1", URIs: []string{"thrift://" + addr}, PoolSize: 1,
+			SocketTimeout: socketTimeout, // bounds the round trip, not the connect
+			OnRetire:      func(r string) { mu.Lock(); reasons = append(reasons, r); mu.Unlock() }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		args := wire.Struct()
+		req := wire.AppendMessage(nil, wire.Header{Name: "get_all_databases", Type: wire.Call, SeqID: 1}, &args)
+		if _, _, err := b.Call(ctx, req, false); err == nil {
+			t.Fatal("the call succeeded")
+		}
+	}
+	call(slow, context.Background(), 100*time.Millisecond)
+	<-got
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-got; cancel() }() // once the peer has the call
+	call(slow, ctx, 0)
+	call(l.Addr().String(), context.Background(), 0)
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(reasons, ",") != "timeout,cancelled,transport" {
+		t.Fatalf("reasons %v, want timeout, cancelled, transport", reasons)
 	}
 }

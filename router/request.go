@@ -180,7 +180,9 @@ func New(opt Options) (*Router, error) {
 					r.metrics.SessionAcquireTimeout(name, op)
 				}
 			},
-			Guard: guard,
+			OnRetire: func(reason string) { r.metrics.SessionRetired(name, reason) },
+			Table:    r.table,
+			Guard:    guard,
 		}
 		b, err := NewBackend(bo)
 		if err != nil {

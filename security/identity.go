@@ -22,6 +22,9 @@ const (
 	Kerberos Mechanism = "kerberos"
 	// Token: SASL DIGEST-MD5 with a delegation token; User is its owner.
 	Token Mechanism = "token"
+	// OAuth2: an OAuth2 bearer token (a JWT of an identity provider) on the
+	// Iceberg REST listener; User is its configured claim.
+	OAuth2 Mechanism = "oauth2"
 )
 
 // Identity is who a request runs for. It is immutable once published: a

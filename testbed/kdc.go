@@ -60,15 +60,8 @@ func StartKDC(o KDCOptions) (*KDC, error) {
 	if o.MaxLife <= 0 {
 		o.MaxLife = time.Hour
 	}
-	if err := os.MkdirAll(runRoot(), 0o755); err != nil {
-		return nil, fmt.Errorf("testbed: %w", err)
-	}
-	sweepRunDirs()
-	dir, err := os.MkdirTemp(runRoot(), "kdc-")
+	dir, err := newRunDir("kdc-")
 	if err != nil {
-		return nil, fmt.Errorf("testbed: %w", err)
-	}
-	if err := writeOwner(dir); err != nil {
 		return nil, err
 	}
 	k := &KDC{Realm: o.Realm, Dir: dir, Krb5Conf: filepath.Join(dir, "krb5.conf"), opts: o}

@@ -693,6 +693,41 @@ func copyTree(src, dst string) error {
 	})
 }
 
+// AuditUsers returns the ugi= values of the metastore's audit log lines (HiveMetaStore.audit in its metastore.log)
+// that name needle, in order: who the metastore believed it served.
+func (m *Metastore) AuditUsers(needle string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(m.Dir, "metastore.log"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, "audit") || !strings.Contains(line, needle) {
+			continue
+		}
+		if i := strings.Index(line, "ugi="); i >= 0 {
+			if f := strings.Fields(line[i+4:]); len(f) > 0 {
+				out = append(out, f[0])
+			}
+		}
+	}
+	return out, nil
+}
+
+// newRunDir makes a run directory <cache>/run/<prefix>NNN owned by this process (stale ones of gone processes are
+// swept first).
+func newRunDir(prefix string) (string, error) {
+	if err := os.MkdirAll(runRoot(), 0o755); err != nil {
+		return "", fmt.Errorf("testbed: %w", err)
+	}
+	sweepRunDirs()
+	dir, err := os.MkdirTemp(runRoot(), prefix)
+	if err != nil {
+		return "", fmt.Errorf("testbed: %w", err)
+	}
+	return dir, writeOwner(dir)
+}
+
 // The owner file of a run directory names the process that created it (pid and start time), so later runs can
 // remove the directories of processes that are gone.
 func writeOwner(dir string) error {

@@ -34,6 +34,10 @@ var (
 	PySparkPackages = []string{"pyspark==3.5.9"}
 )
 
+// IcebergSparkRuntime is the Maven coordinate of Iceberg's Spark 3.5 runtime (MavenArtifact fetches it), the
+// Iceberg REST client of the Spark tests and of make demo.
+const IcebergSparkRuntime = "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0"
+
 // venvDir is where the virtualenv of name with packages lives.
 func venvDir(name string, packages []string) string {
 	h := uint32(2166136261) // FNV-1a over the list, a separator between entries

@@ -44,15 +44,8 @@ func startZooKeeper(setup func(z *ZooKeeper) error) (*ZooKeeper, error) {
 			return nil, fmt.Errorf("testbed: ZooKeeper is not installed (%s missing); install it with: sudo apt-get install -y zookeeper (make test does)", jar)
 		}
 	}
-	if err := os.MkdirAll(runRoot(), 0o755); err != nil {
-		return nil, fmt.Errorf("testbed: %w", err)
-	}
-	sweepRunDirs()
-	dir, err := os.MkdirTemp(runRoot(), "zookeeper-")
+	dir, err := newRunDir("zookeeper-")
 	if err != nil {
-		return nil, fmt.Errorf("testbed: %w", err)
-	}
-	if err := writeOwner(dir); err != nil {
 		return nil, err
 	}
 	z := &ZooKeeper{Dir: dir}

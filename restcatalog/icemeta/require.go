@@ -6,15 +6,16 @@ import (
 )
 
 // RequirementError is a requirement the current metadata does not meet:
-// the commit is refused with 409 CommitFailed.
+// the commit is refused with 409 CommitFailed. Its text starts with the
+// phrase Iceberg's reference catalog uses for the requirement ("Requirement
+// failed: current schema changed"), which clients and Iceberg's REST
+// Compatibility Kit match; the rest is ours.
 type RequirementError struct {
 	Type string
 	Msg  string
 }
 
-func (e *RequirementError) Error() string {
-	return fmt.Sprintf("requirement %s failed: %s", e.Type, e.Msg)
-}
+func (e *RequirementError) Error() string { return "Requirement failed: " + e.Msg }
 
 // IsAssertCreate reports whether a requirement list asks for a new table.
 func IsAssertCreate(reqs []Requirement) bool {
@@ -36,7 +37,7 @@ func (r Requirement) CheckTable(t *Table) error {
 	}
 	if r.Type == "assert-create" {
 		if t != nil {
-			return fail("the table already exists")
+			return fail("table already exists")
 		}
 		return nil
 	}
@@ -51,7 +52,7 @@ func (r Requirement) CheckTable(t *Table) error {
 		switch r.Type {
 		case "assert-table-uuid", "assert-ref-snapshot-id", "assert-last-assigned-field-id", "assert-current-schema-id",
 			"assert-last-assigned-partition-id", "assert-default-spec-id", "assert-default-sort-order-id":
-			return fail("the table does not exist")
+			return fail("table does not exist")
 		}
 	}
 	switch r.Type {
@@ -61,7 +62,7 @@ func (r Requirement) CheckTable(t *Table) error {
 			return fmt.Errorf("requirement %s: field \"uuid\" is required", r.Type)
 		}
 		if !strings.EqualFold(id, t.UUID) {
-			return fail("table UUID is %s, the commit expects %s", t.UUID, id)
+			return fail("UUID does not match: the commit expects %s, the table has %s", id, t.UUID)
 		}
 	case "assert-ref-snapshot-id":
 		var name string
@@ -75,11 +76,11 @@ func (r Requirement) CheckTable(t *Table) error {
 		ref, ok := t.Refs[name]
 		switch {
 		case ok && want == nil:
-			return fail("ref %q was created concurrently (it points at snapshot %d)", name, ref.SnapshotID)
+			return fail("%s %s was created concurrently (it points at snapshot %d)", refKind(ref), name, ref.SnapshotID)
 		case ok && ref.SnapshotID != *want:
-			return fail("ref %q points at snapshot %d, the commit expects %d", name, ref.SnapshotID, *want)
+			return fail("%s %s has changed: the commit expects snapshot %d, it points at %d", refKind(ref), name, *want, ref.SnapshotID)
 		case !ok && want != nil:
-			return fail("ref %q is missing, the commit expects snapshot %d", name, *want)
+			return fail("branch or tag %s is missing, the commit expects snapshot %d", name, *want)
 		}
 	case "assert-last-assigned-field-id":
 		v, err := intField("last-assigned-field-id")
@@ -87,7 +88,7 @@ func (r Requirement) CheckTable(t *Table) error {
 			return err
 		}
 		if int64(t.LastColumnID) != v {
-			return fail("last assigned field id is %d, the commit expects %d", t.LastColumnID, v)
+			return fail("last assigned field id changed: the commit expects %d, the table has %d", v, t.LastColumnID)
 		}
 	case "assert-current-schema-id":
 		v, err := intField("current-schema-id")
@@ -95,7 +96,7 @@ func (r Requirement) CheckTable(t *Table) error {
 			return err
 		}
 		if int64(t.CurrentSchemaID) != v {
-			return fail("current schema id is %d, the commit expects %d", t.CurrentSchemaID, v)
+			return fail("current schema changed: the commit expects schema %d, the table's is %d", v, t.CurrentSchemaID)
 		}
 	case "assert-last-assigned-partition-id":
 		v, err := intField("last-assigned-partition-id")
@@ -103,7 +104,7 @@ func (r Requirement) CheckTable(t *Table) error {
 			return err
 		}
 		if int64(t.LastPartitionID) != v {
-			return fail("last assigned partition id is %d, the commit expects %d", t.LastPartitionID, v)
+			return fail("last assigned partition id changed: the commit expects %d, the table has %d", v, t.LastPartitionID)
 		}
 	case "assert-default-spec-id":
 		v, err := intField("default-spec-id")
@@ -111,7 +112,7 @@ func (r Requirement) CheckTable(t *Table) error {
 			return err
 		}
 		if int64(t.DefaultSpecID) != v {
-			return fail("default partition spec id is %d, the commit expects %d", t.DefaultSpecID, v)
+			return fail("default partition spec changed: the commit expects spec %d, the table's is %d", v, t.DefaultSpecID)
 		}
 	case "assert-default-sort-order-id":
 		v, err := intField("default-sort-order-id")
@@ -119,7 +120,7 @@ func (r Requirement) CheckTable(t *Table) error {
 			return err
 		}
 		if int64(t.DefaultSortOrderID) != v {
-			return fail("default sort order id is %d, the commit expects %d", t.DefaultSortOrderID, v)
+			return fail("default sort order changed: the commit expects order %d, the table's is %d", v, t.DefaultSortOrderID)
 		}
 	default:
 		return fmt.Errorf("unknown table requirement type %q", r.Type)
@@ -136,9 +137,17 @@ func (r Requirement) CheckView(v *View) error {
 			return fmt.Errorf("requirement %s: field \"uuid\" is required", r.Type)
 		}
 		if !strings.EqualFold(id, v.UUID) {
-			return &RequirementError{Type: r.Type, Msg: fmt.Sprintf("view UUID is %s, the commit expects %s", v.UUID, id)}
+			return &RequirementError{Type: r.Type, Msg: fmt.Sprintf("view UUID does not match: the commit expects %s, the view has %s", id, v.UUID)}
 		}
 		return nil
 	}
 	return fmt.Errorf("unknown view requirement type %q", r.Type)
+}
+
+// refKind names a ref's kind as the reference messages do.
+func refKind(r *Ref) string {
+	if r != nil && r.Type == "tag" {
+		return "tag"
+	}
+	return "branch"
 }

@@ -54,6 +54,14 @@ func (r *Requirement) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the requirement as received.
 func (r Requirement) MarshalJSON() ([]byte, error) { return json.Marshal(r.obj) }
 
+// ArgumentError is an invalid argument Iceberg's own catalogs refuse with
+// an IllegalArgumentException whose text clients match (the REST error type
+// IllegalArgumentException, which Iceberg's Java client rethrows as such);
+// Msg is that text.
+type ArgumentError struct{ Msg string }
+
+func (e *ArgumentError) Error() string { return e.Msg }
+
 // UpdateError is a refused update: which one, which field, why.
 type UpdateError struct {
 	Index  int
@@ -90,6 +98,10 @@ type tableBuilder struct {
 	mainSetTo        []int64
 	removedSnapshots bool
 	snapshotUpdated  *int64 // last-updated-ms forced by an added snapshot
+	// versionOpen: a table this commit creates whose format version no
+	// update has set yet; its first upgrade-format-version picks any
+	// supported version, 1 included (a staged create of a v1 table).
+	versionOpen bool
 }
 
 func (b *tableBuilder) fail(field, format string, args ...any) error {
@@ -118,7 +130,7 @@ func ApplyTable(base *Table, baseLoc string, updates []Update, now time.Time) (*
 	} else {
 		t = base.clone()
 	}
-	b := &tableBuilder{t: t, now: now, addedSnapshots: map[int64]bool{}}
+	b := &tableBuilder{t: t, now: now, addedSnapshots: map[int64]bool{}, versionOpen: base == nil}
 	if base != nil {
 		b.base = base.LastUpdatedMs
 	}
@@ -243,7 +255,13 @@ func (b *tableBuilder) apply(u Update) error {
 		if err := b.need(u, "format-version", &v); err != nil {
 			return err
 		}
+		open := b.versionOpen
+		b.versionOpen = false
 		switch {
+		case open && v >= 1 && v < t.FormatVersion:
+			t.FormatVersion = v
+			b.changed = true
+			return nil
 		case v < t.FormatVersion:
 			return b.fail("format-version", "cannot downgrade format version %d to %d", t.FormatVersion, v)
 		case v > maxTableFormatVersion:

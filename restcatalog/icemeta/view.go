@@ -427,7 +427,7 @@ func (b *viewBuilder) addVersion(ver *ViewVersion) (int64, error) {
 		}
 		d := strings.ToLower(r.Dialect)
 		if dialects[d] {
-			return 0, b.fail("view-version", "dialect %q appears twice", r.Dialect)
+			return 0, &ArgumentError{Msg: "Invalid view version: Cannot add multiple queries for dialect " + d}
 		}
 		dialects[d] = true
 	}
@@ -532,7 +532,12 @@ func (b *viewBuilder) finish() error {
 	return nil
 }
 
-// NewMetadataLocation names a view's next metadata file.
+// NewMetadataLocation names a view's next metadata file:
+// <write.metadata.path or location/metadata>/<%05d version>-<uuid>.metadata.json.
 func (v *View) NewMetadataLocation(version int) string {
-	return fmt.Sprintf("%s/metadata/%05d-%s.metadata.json", strings.TrimSuffix(v.Location, "/"), max(version, 0), uuid.NewString())
+	dir := strings.TrimSuffix(v.Location, "/") + "/metadata"
+	if p := v.Properties[PropMetadataPath]; p != "" {
+		dir = strings.TrimSuffix(p, "/")
+	}
+	return fmt.Sprintf("%s/%05d-%s.metadata.json", dir, max(version, 0), uuid.NewString())
 }

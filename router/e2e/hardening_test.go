@@ -341,6 +341,9 @@ func TestHardeningHungMetastoreCallsEndWithinTheirBudget(t *testing.T) {
 		}
 		metaErr(t, err, "catalog2", "latency budget exceeded")
 	}
+	if n := p.Metric(t, "hms_proxy_backend_session_retired_total", "catalog", "catalog2", "reason", "timeout"); n < 2 {
+		t.Fatalf("hms_proxy_backend_session_retired_total{catalog2,timeout} = %v, want 2 (each call's session closed)", n)
+	}
 	if _, err := c.GetAllFunctions(ctx(t)); err != nil {
 		t.Fatalf("catalog1 while catalog2 hangs: %v", err)
 	}
@@ -617,6 +620,9 @@ func TestHardeningMismatchedBackendRepliesFailTheCallAndRetireTheSession(t *test
 	fake.mu.Unlock()
 	if conns < 4 {
 		t.Fatalf("the metastore saw %d connections for 3 bad exchanges and a good one: a session that read a bad reply was reused", conns)
+	}
+	if n := p.Metric(t, "hms_proxy_backend_session_retired_total", "catalog", "catalog2", "reason", "transport"); n != 3 {
+		t.Fatalf("hms_proxy_backend_session_retired_total{catalog2,transport} = %v, want 3 (one per bad reply)", n)
 	}
 }
 

@@ -48,6 +48,7 @@ func TestMain(m *testing.M) {
 		code = m.Run()
 	}
 	stopSharedZooKeeper()
+	stopSharedKeycloak()
 	for _, ms := range []*testbed.Metastore{hms1, hms2, hms4} {
 		if ms != nil {
 			_ = ms.Stop()

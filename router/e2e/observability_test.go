@@ -515,7 +515,7 @@ func TestObsDashboardAgainstRealPrometheusAndRealTraffic(t *testing.T) {
 	}
 	// The panels of the events provoked above show them (a non-zero value
 	// within the dashboard's 1m rate window), not just an empty zero.
-	for _, panel := range []string{"Session acquire timeouts", "Compatibility fallbacks", "Fallbacks and throttling by method",
+	for _, panel := range []string{"Session acquire timeouts", "Sessions retired", "Compatibility fallbacks", "Fallbacks and throttling by method",
 		"Rate-limited requests", "Fan-out omissions", "Metadata cache hit ratio",
 		"Rejected frames", "Ambiguous routing refusals", "Filtered objects", "Default-catalog routing",
 		"Fan-out requests", "Backend failures", "Errors by method", "Fallback ratio"} {

@@ -32,7 +32,8 @@ import (
 // restProxy is a proxy with its REST listener on a free loopback port.
 type restProxy struct {
 	*proxytest.Proxy
-	base string
+	base   string
+	client *http.Client // nil: a plain client with a 2-minute timeout
 }
 
 func startREST(t *testing.T, props map[string]string, hooks app.TestHooks) *restProxy {
@@ -61,6 +62,12 @@ func (a restAnswer) errorModel() (string, string) {
 
 func (p *restProxy) do(t *testing.T, method, path string, body any) restAnswer {
 	t.Helper()
+	return p.doAs(t, method, path, "", body)
+}
+
+// doAs sends a request with an Authorization header ("" for none).
+func (p *restProxy) doAs(t *testing.T, method, path, authz string, body any) restAnswer {
+	t.Helper()
 	var r io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -70,7 +77,14 @@ func (p *restProxy) do(t *testing.T, method, path string, body any) restAnswer {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	client := p.client
+	if client == nil {
+		client = &http.Client{Timeout: 2 * time.Minute}
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -135,7 +149,15 @@ func restPy(t *testing.T, cfg map[string]any, out any) {
 	run, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(run, py, filepath.Join("testdata", "pyiceberg_rest.py"), string(arg))
-	cmd.Env = append(os.Environ(), "PYICEBERG_HOME="+t.TempDir(), "PYTHONDONTWRITEBYTECODE=1")
+	// requests lets REQUESTS_CA_BUNDLE (and CURL_CA_BUNDLE) override a
+	// session's own trust, so PyIceberg's ssl.cabundle would be ignored.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REQUESTS_CA_BUNDLE=") && !strings.HasPrefix(kv, "CURL_CA_BUNDLE=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "PYICEBERG_HOME="+t.TempDir(), "PYTHONDONTWRITEBYTECODE=1")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
@@ -340,9 +362,9 @@ func TestRESTAccessModeAndExposure(t *testing.T) {
 	}
 	p := startREST(t, twoCatalogs("catalog.catalog2.access-mode=READ_ONLY",
 		"catalog.catalog2.expose-mode=DENY_BY_DEFAULT", "catalog.catalog2.expose-db-patterns=vis.*"), app.TestHooks{})
-	// catalog2 is write-isolated (the shim), so the REST write gate lets
-	// the request through and the router's access mode answers.
-	assertEndpoints(t, p, "catalog2", true)
+	// catalog2 is READ_ONLY: no write endpoint is announced, and a write
+	// is refused by the REST write gate with the access mode's reason.
+	assertEndpoints(t, p, "catalog2", false)
 	a := p.do(t, "POST", "/v1/catalog2/namespaces", map[string]any{"namespace": []string{"ro" + id}})
 	if typ, msg := a.errorModel(); a.status != 403 || typ != "ForbiddenException" || !strings.Contains(msg, "READ_ONLY") ||
 		!strings.Contains(msg, "catalog.catalog2.access-mode") {
@@ -408,5 +430,83 @@ func TestRESTBackendDownIs503(t *testing.T) {
 	}
 	if a := p.do(t, "GET", "/v1/catalog1/namespaces/default", nil); a.status != 200 {
 		t.Fatalf("catalog1 while catalog2 is down: %d %v", a.status, a.body)
+	}
+}
+
+// Issue 20 item 4: a READ_ONLY catalog refuses every REST write with 403
+// ForbiddenException naming its access mode, decided before any lock, file
+// or metastore write, and /v1/config announces no write endpoint for it.
+// PyIceberg's append to a table of that catalog is refused, not left
+// CommitStateUnknown, and the table is unchanged.
+func TestRESTReadOnlyCatalogRefusesEveryWriteBeforeALock(t *testing.T) {
+	needHive(t)
+	ns := uniq("restro")
+	direct := proxytest.Client(t, hms2.URI)
+	t.Cleanup(func() { _ = direct.DropDatabase(ctx(t), ns, true, true) })
+	rw := startREST(t, twoCatalogs(), app.TestHooks{})
+	var read restRead
+	restPy(t, map[string]any{"scenario": "write", "uri": rw.base, "warehouse": "catalog2", "ns": ns, "table": "events",
+		"location": "file://" + t.TempDir(), "appends": 1}, &read)
+
+	p := startREST(t, twoCatalogs("catalog.catalog2.access-mode=READ_ONLY"), app.TestHooks{})
+	assertEndpoints(t, p, "catalog1", true)
+	assertEndpoints(t, p, "catalog2", false)
+
+	var refused struct {
+		Refused   bool   `json:"refused"`
+		ErrorType string `json:"error_type"`
+		Message   string `json:"message"`
+		Before    string `json:"before"`
+		After     string `json:"after"`
+	}
+	restPy(t, map[string]any{"scenario": "append_refused", "uri": p.base, "warehouse": "catalog2", "ns": ns, "table": "events"}, &refused)
+	if !refused.Refused || refused.ErrorType == "CommitStateUnknownException" || refused.Before != refused.After ||
+		refused.Before != read.MetadataLocation {
+		t.Fatalf("PyIceberg's append to a READ_ONLY catalog: %+v (the table was at %s)", refused, read.MetadataLocation)
+	}
+	t.Logf("PyIceberg's append: %s: %s", refused.ErrorType, refused.Message)
+
+	// A client that ignores discovery: every write route, through both
+	// prefixes, is 403 naming the access mode.
+	schema := map[string]any{"type": "struct", "schema-id": 0, "fields": []any{map[string]any{"id": 1, "name": "id", "required": false, "type": "long"}}}
+	for _, pre := range []struct{ prefix, ns string }{{"catalog2", ns}, {"catalog1", "catalog2__" + ns}} {
+		id := func(name string) map[string]any { return map[string]any{"namespace": []string{pre.ns}, "name": name} }
+		base := "/v1/" + pre.prefix
+		nsPath := base + "/namespaces/" + pre.ns
+		for _, w := range []struct {
+			method, path string
+			body         any
+		}{
+			{"POST", nsPath + "/tables", map[string]any{"name": "x", "schema": schema}},
+			{"POST", nsPath + "/tables/events", map[string]any{"requirements": []any{}, "updates": []any{map[string]any{"action": "set-properties", "updates": map[string]string{"k": "v"}}}}},
+			{"DELETE", nsPath + "/tables/events", nil},
+			{"DELETE", nsPath + "/tables/events?purgeRequested=true", nil},
+			{"POST", base + "/tables/rename", map[string]any{"source": id("events"), "destination": id("moved")}},
+			{"POST", nsPath + "/register", map[string]any{"name": "r", "metadata-location": read.MetadataLocation}},
+			{"POST", nsPath + "/views", map[string]any{"name": "v", "schema": schema, "view-version": map[string]any{"version-id": 1}}},
+			{"POST", nsPath + "/views/v", map[string]any{"requirements": []any{}, "updates": []any{}}},
+			{"DELETE", nsPath + "/views/v", nil},
+			{"POST", base + "/views/rename", map[string]any{"source": id("v"), "destination": id("w")}},
+			{"POST", base + "/namespaces", map[string]any{"namespace": []string{pre.ns + "x"}}},
+			{"POST", nsPath + "/properties", map[string]any{"updates": map[string]string{"k": "v"}}},
+			{"DELETE", nsPath, nil},
+			{"POST", base + "/transactions/commit", map[string]any{"table-changes": []any{map[string]any{"identifier": id("events"), "requirements": []any{}, "updates": []any{}}}}},
+		} {
+			a := p.do(t, w.method, w.path, w.body)
+			if typ, msg := a.errorModel(); a.status != 403 || typ != "ForbiddenException" || !strings.Contains(msg, "is READ_ONLY (catalog.catalog2.access-mode)") {
+				t.Errorf("%s %s on a READ_ONLY catalog: %d %s %q", w.method, w.path, a.status, typ, msg)
+			}
+		}
+	}
+	// Nothing reached catalog2's metastore but reads: no lock, no write.
+	for _, m := range []string{"lock", "create_table", "alter_table", "alter_table_with_environment_context", "drop_table",
+		"create_database", "alter_database", "drop_database"} {
+		if n := p.Metric(t, "hms_proxy_requests_total", "method", m, "catalog", "catalog2"); n != 0 {
+			t.Errorf("%v %s calls reached catalog2 through the READ_ONLY proxy", n, m)
+		}
+	}
+	got, err := direct.GetTable(ctx(t), ns, "events")
+	if err != nil || got.Parameters["metadata_location"] != read.MetadataLocation {
+		t.Fatalf("the table changed: %v %v", err, got)
 	}
 }

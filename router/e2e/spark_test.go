@@ -24,6 +24,9 @@ func sparkPython(t *testing.T) string {
 type sparkStep struct {
 	SQL   string `json:"sql"`
 	Fetch bool   `json:"fetch,omitempty"`
+	// Save keeps the first value of the rows; later statements' {Save} is
+	// replaced by it.
+	Save string `json:"save,omitempty"`
 }
 
 // sparkResult is what one statement gave: rows or an error.
@@ -38,6 +41,11 @@ type sparkResult struct {
 type sparkPhase struct {
 	URI   string      `json:"uri"`
 	Steps []sparkStep `json:"steps"`
+	// Conf are more Spark settings (an Iceberg REST catalog, spark.jars);
+	// NoHive runs the session without Hive support (URI unused).
+	Conf   map[string]string `json:"conf,omitempty"`
+	NoHive bool              `json:"-"`
+	Hive   *bool             `json:"hive,omitempty"`
 }
 
 // runSpark runs the phases in local SparkSessions with Hive support
@@ -46,6 +54,19 @@ type sparkPhase struct {
 // dir; it returns each phase's results.
 func runSpark(t *testing.T, phases ...sparkPhase) [][]sparkResult {
 	t.Helper()
+	return runSparkEnv(t, nil, phases...)
+}
+
+// runSparkEnv is runSpark with more environment for the Spark JVM (e.g.
+// JAVA_TOOL_OPTIONS with a trust store).
+func runSparkEnv(t *testing.T, env []string, phases ...sparkPhase) [][]sparkResult {
+	t.Helper()
+	for i := range phases {
+		if phases[i].NoHive {
+			off := false
+			phases[i].Hive = &off
+		}
+	}
 	py := sparkPython(t)
 	work := t.TempDir()
 	arg, _ := json.Marshal(map[string]any{"warehouse": filepath.Join(work, "warehouse"), "phases": phases})
@@ -55,7 +76,7 @@ func runSpark(t *testing.T, phases ...sparkPhase) [][]sparkResult {
 	}
 	cmd := exec.Command(py, script, string(arg))
 	cmd.Dir = work // derby.log, metastore_db of a misconfigured session, spark-warehouse
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "SPARK_LOCAL_IP=127.0.0.1", "PYSPARK_PYTHON="+py)
+	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "SPARK_LOCAL_IP=127.0.0.1", "PYSPARK_PYTHON="+py), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

@@ -37,6 +37,10 @@ type TapCall struct {
 	Reply *TapReply
 	// HungUp: the tap closed the connection instead of forwarding the call.
 	HungUp bool
+	// Conn numbers the proxy's connection the call came on (1 for the first
+	// the tap accepted): two calls with one Conn went over one backend
+	// session.
+	Conn int
 }
 
 // TapReply is a backend's answer to one TapCall.
@@ -70,20 +74,22 @@ type Tap struct {
 	backend string // host:port
 	ln      net.Listener
 
-	mu      sync.Mutex
-	calls   []*TapCall
-	dropped int
-	errs    []string
-	conns   map[*tapConn]struct{}
-	hangUp  bool
-	hangOn  map[string]bool // methods hung up on while hangUp is off
-	closing bool
-	wg      sync.WaitGroup
-	once    sync.Once
+	mu       sync.Mutex
+	calls    []*TapCall
+	dropped  int
+	errs     []string
+	conns    map[*tapConn]struct{}
+	hangUp   bool
+	hangOn   map[string]bool // methods hung up on while hangUp is off
+	accepted int             // connections accepted so far (TapCall.Conn)
+	closing  bool
+	wg       sync.WaitGroup
+	once     sync.Once
 }
 
 type tapConn struct {
 	client  net.Conn
+	n       int        // TapCall.Conn of its calls
 	pending []*TapCall // guarded by Tap.mu
 
 	mu      sync.Mutex
@@ -272,6 +278,8 @@ func (tp *Tap) accept() {
 		full := len(tp.conns) >= tapMaxConns
 		closing := tp.closing
 		if !full && !closing {
+			tp.accepted++
+			pc.n = tp.accepted
 			tp.conns[pc] = struct{}{}
 			tp.wg.Add(1)
 		}
@@ -306,7 +314,7 @@ func (tp *Tap) serve(pc *tapConn) {
 			}
 			return
 		}
-		call := &TapCall{Method: m.Name, Type: m.Type, SeqID: m.SeqID}
+		call := &TapCall{Method: m.Name, Type: m.Type, SeqID: m.SeqID, Conn: pc.n}
 		if call.Args, err = wire.DecodeStruct(m.Body()); err != nil {
 			tp.fail("decoding the arguments of %s: %v", m.Name, err)
 			return

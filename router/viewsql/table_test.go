@@ -143,3 +143,27 @@ func TestInwardSparkNamespaceOfAQualifiedView(t *testing.T) {
 		t.Errorf("a one-part name resolved in the default catalog's database was not refused: %v", res.Findings)
 	}
 }
+
+// An Iceberg view's SQL is the text of the engine that wrote it through an
+// Iceberg catalog (a non-default catalog's REST prefix names that catalog's
+// own databases unprefixed): neither direction judges or changes it.
+func TestIcebergViewTextIsTheEngines(t *testing.T) {
+	r := testRewriter(t, true)
+	tr := NewTableRewriter(r, TableOptions{})
+	const sql = "SELECT id FROM sales.t"
+	for _, d := range []Direction{Inward, Outward} {
+		tbl := viewTable("catalog2__sales", sql, sql, "table_type", "iceberg-view", "metadata_location", "file:/w/v.metadata.json")
+		res, err := tr.Rewrite(d, "catalog2", &tbl)
+		if err != nil || res.Err() != nil || res.Changed != 0 || len(res.Findings) != 0 {
+			t.Fatalf("%v: an Iceberg view was judged: %+v %v", d, res, err)
+		}
+		if got := tbl.Field(tableFieldViewOriginalText).String(); got != sql {
+			t.Fatalf("%v: text became %q", d, got)
+		}
+	}
+	// The same text in a Hive view is a cross-catalog reference.
+	tbl := viewTable("catalog2__sales", sql, sql)
+	if res, _ := tr.Rewrite(Inward, "catalog2", &tbl); res.Err() == nil {
+		t.Fatal("a Hive view naming the default catalog's table was not refused")
+	}
+}

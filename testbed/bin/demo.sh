@@ -108,6 +108,11 @@ if [ -d cmd/hms-proxy ]; then
     echo "  Thrift      thrift://127.0.0.1:$port   ($name${profile:+, clients of $profile})"
     [ "$profile" != APACHE_4_1_0 ] || HIVE4_URI=thrift://127.0.0.1:$port
   done < <(grep -E '^additional-frontends\.[A-Za-z0-9_-]+\.port=' "$DEMO/demo.properties" || true)
+  REST_PORT=$(sed -n 's/^rest-catalog\.port=//p' "$DEMO/demo.properties")
+  if [ -n "$REST_PORT" ]; then
+    for _ in $(seq 1 60); do (exec 3<>"/dev/tcp/127.0.0.1/$REST_PORT") 2>/dev/null && break; sleep 0.5; done
+    echo "  Iceberg REST http://127.0.0.1:$REST_PORT   (warehouse = a catalog: catalog1, catalog2, catalog3)"
+  fi
   echo "  management  http://127.0.0.1:10083/"
   echo "  output      $DEMO/logs/proxy.out (plus the log/audit files named in demo.properties, under $DEMO)"
 else
@@ -129,6 +134,31 @@ if [ -n "$PROXY_PID" ]; then
   fi
 fi
 echo "  (scenarios: version, ddl, lossless; clients: 3.1.3, 4.1.0 — see the README section on the real-Hive test bed)"
+if [ -n "${REST_PORT:-}" ]; then
+  echo
+  echo "demo: preparing the Iceberg REST clients (PyIceberg, PySpark, Iceberg's Spark runtime; cached after the first time)..."
+  if CLIENTS=$("$DEMO/hmsbed" rest-clients 2>"$DEMO/logs/rest-clients.log"); then
+    eval "$CLIENTS"
+    WH=file://$DEMO/lake
+    mkdir -p "$DEMO/lake"
+    echo "Try the Iceberg REST catalog (docs/rest.md) — PyIceberg, on catalog2 (Hive 3.1.3):"
+    echo "  $PYICEBERG_PYTHON -c \"from pyiceberg.catalog.rest import RestCatalog; import pyarrow as pa; \\"
+    echo "c = RestCatalog('demo', uri='http://127.0.0.1:$REST_PORT', warehouse='catalog2'); \\"
+    echo "c.create_namespace_if_not_exists('demo_py', {'location': '$WH/demo_py'}); \\"
+    echo "t = c.create_table_if_not_exists('demo_py.events', schema=pa.schema([('id', pa.int64())])); \\"
+    echo "t.append(pa.table({'id': [1, 2, 3]})); print(t.scan().to_arrow().to_pylist())\""
+    echo "Spark 3.5 with Iceberg's runtime, on catalog3 (Hive 4.1.0):"
+    echo "  PATH=$(dirname "$PYSPARK_PYTHON"):\$PATH SPARK_LOCAL_IP=127.0.0.1 pyspark --master 'local[1]' --jars $ICEBERG_SPARK_JAR \\"
+    echo "    --conf spark.sql.catalog.demo=org.apache.iceberg.spark.SparkCatalog --conf spark.sql.catalog.demo.type=rest \\"
+    echo "    --conf spark.sql.catalog.demo.uri=http://127.0.0.1:$REST_PORT --conf spark.sql.catalog.demo.warehouse=catalog3 \\"
+    echo "    --conf spark.ui.enabled=false"
+    echo "  >>> spark.sql(\"CREATE NAMESPACE IF NOT EXISTS demo.demo_spark LOCATION '$WH/demo_spark'\")"
+    echo "  >>> spark.sql(\"CREATE TABLE IF NOT EXISTS demo.demo_spark.t (id bigint) USING iceberg\"); spark.sql(\"INSERT INTO demo.demo_spark.t VALUES (1)\")"
+    echo "  >>> spark.sql(\"SELECT * FROM demo.demo_spark.t\").show(); spark.sql(\"SELECT * FROM demo.demo_spark.t.snapshots\").show()"
+  else
+    echo "demo: the REST clients could not be prepared (see $DEMO/logs/rest-clients.log); the listener still serves http://127.0.0.1:$REST_PORT"
+  fi
+fi
 echo
 echo "Ctrl-C stops everything."
 

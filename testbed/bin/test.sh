@@ -75,6 +75,9 @@ fi
 bash testbed/bin/prepare.sh
 # the Java Ranger engine, the oracle of security/ranger (ranger-plugins-common 2.5.0 from Maven Central)
 bash testbed/bin/prepare-ranger.sh
+# the Iceberg REST tests' clients and services: Iceberg's compatibility kit, Keycloak, Trino, Spark's Iceberg runtime,
+# PyIceberg and PySpark (all from Maven Central and PyPI, cached)
+go run ./testbed/cmd/hmsbed prepare-rest
 phase_done prepare
 
 # --- Go ----------------------------------------------------------------------------------------------------------

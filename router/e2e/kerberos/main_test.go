@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -227,23 +226,9 @@ func backendAdmin(t *testing.T, ms *testbed.Metastore) *thriftgen.Client {
 // auditUsers returns the metastore audit log's ugi= values for commands naming needle, in order.
 func auditUsers(t *testing.T, ms *testbed.Metastore, needle string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(ms.Dir, "metastore.log"))
+	users, err := ms.AuditUsers(needle)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.Contains(line, "audit") || !strings.Contains(line, needle) {
-			continue
-		}
-		i := strings.Index(line, "ugi=")
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(line[i+4:])
-		if len(f) > 0 {
-			out = append(out, f[0])
-		}
-	}
-	return out
+	return users
 }

@@ -10,6 +10,13 @@ Config: uri, warehouse (the catalog), ns, table, location, and the scenario:
            CommitFailedException (409) reloads and retries
   read     load the table and read it back
   refused  try to create the namespace; report the exception
+  append_refused  load the existing table and try one append; report the
+           exception and the table's metadata location before and after
+  lifecycle  a table's whole life: namespace, table, two appends, a schema
+           change, time travel to the first snapshot, a staged create of a
+           format-version 1 table, rename, drops; reports what it saw
+Optional: props, more RestCatalog properties (credential, token,
+oauth2-server-uri, scope, ssl.cabundle, ...).
 Prints one JSON object and exits 0, or prints {"error": ...} and exits 1.
 """
 
@@ -38,7 +45,7 @@ def batch(start, n, writer):
 
 
 def catalog(cfg):
-    return RestCatalog("hms-proxy", uri=cfg["uri"], warehouse=cfg["warehouse"])
+    return RestCatalog("hms-proxy", uri=cfg["uri"], warehouse=cfg["warehouse"], **cfg.get("props", {}))
 
 
 def readback(cat, cfg):
@@ -101,7 +108,48 @@ def refused(cfg):
         return {"refused": True, "error_type": type(exc).__name__, "message": str(exc)}
 
 
-SCENARIOS = {"write": write, "append": append, "read": read, "refused": refused}
+def append_refused(cfg):
+    cat = catalog(cfg)
+    tbl = cat.load_table((cfg["ns"], cfg["table"]))
+    before = tbl.metadata_location
+    out = {"refused": False}
+    try:
+        tbl.append(batch(1000, 2, "refused"))
+    except Exception as exc:
+        out = {"refused": True, "error_type": type(exc).__name__, "message": str(exc)}
+    out["before"] = before
+    out["after"] = cat.load_table((cfg["ns"], cfg["table"])).metadata_location
+    return out
+
+
+def lifecycle(cfg):
+    cat = catalog(cfg)
+    ns = cfg["ns"]
+    cat.create_namespace(ns, {"location": cfg["location"]})
+    tbl = cat.create_table((ns, "events"), schema=SCHEMA)
+    tbl.append(batch(0, 2, "a"))
+    first = tbl.current_snapshot().snapshot_id
+    tbl.append(batch(10, 2, "b"))
+    with tbl.update_schema() as upd:
+        upd.add_column("note", StringType())
+    tbl = cat.load_table((ns, "events"))
+    columns = [f.name for f in tbl.schema().fields]
+    now = sorted(tbl.scan().to_arrow().column("id").to_pylist())
+    then = sorted(tbl.scan(snapshot_id=first).to_arrow().column("id").to_pylist())
+    # A staged create of a format-version 1 table.
+    txn = cat.create_table_transaction((ns, "v1"), schema=SCHEMA, properties={"format-version": "1"})
+    txn.commit_transaction()
+    v1 = cat.load_table((ns, "v1")).metadata.format_version
+    cat.rename_table((ns, "events"), (ns, "events_renamed"))
+    tables = sorted(t[1] for t in cat.list_tables(ns))
+    cat.drop_table((ns, "events_renamed"))
+    cat.drop_table((ns, "v1"))
+    cat.drop_namespace(ns)
+    return {"columns": columns, "now": now, "then": then, "v1_format": v1, "tables": tables,
+            "namespace_gone": ns not in [n[0] for n in cat.list_namespaces()]}
+
+
+SCENARIOS = {"lifecycle": lifecycle, "write": write, "append": append, "read": read, "refused": refused, "append_refused": append_refused}
 
 
 def main():

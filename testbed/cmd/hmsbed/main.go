@@ -6,6 +6,11 @@
 //	                                                    SIGINT/SIGTERM (or when the parent process goes away)
 //	hmsbed run --client 3.1.3 --uri thrift://H:P SCENARIO [scenario args]
 //	                                                    run a Java driver scenario, print its steps
+//	hmsbed prepare-rest                                 fetch and build what the Iceberg REST tests run (kit,
+//	                                                    Keycloak, Trino, Spark runtime, Python clients)
+//	hmsbed rest-clients                                 build (once, in the cache) the Iceberg REST clients the
+//	                                                    tests use and print them as shell assignments:
+//	                                                    PYICEBERG_PYTHON, PYSPARK_PYTHON, ICEBERG_SPARK_JAR
 package main
 
 import (
@@ -34,6 +39,10 @@ func main() {
 		err = start(os.Args[2:])
 	case "run":
 		err = run(os.Args[2:])
+	case "rest-clients":
+		err = restClients()
+	case "prepare-rest":
+		err = testbed.PrepareREST()
 	case "-h", "--help", "help":
 		usage(os.Stdout)
 		return
@@ -53,6 +62,8 @@ func usage(w io.Writer) {
   hmsbed prepare
   hmsbed start --hive VERSION [--hive VERSION ...] [--print-env] [--exit-when-ready]
   hmsbed run --client VERSION --uri thrift://HOST:PORT SCENARIO [scenario args]
+  hmsbed prepare-rest
+  hmsbed rest-clients
 versions: 3.1.3, 4.1.0; scenarios: version, ddl, lossless (see README.md, "The real-Hive test bed")
 `)
 }
@@ -159,5 +170,24 @@ func run(args []string) error {
 		return fmt.Errorf("%s", first)
 	}
 	fmt.Printf("all %d steps passed\n", len(steps))
+	return nil
+}
+
+// restClients builds the PyIceberg and PySpark virtualenvs and fetches the Iceberg Spark runtime, all as the tests
+// have them, and prints where they are.
+func restClients() error {
+	py, _, err := testbed.Python("pyiceberg", testbed.PyIcebergPackages...)
+	if err != nil {
+		return err
+	}
+	spark, _, err := testbed.Python("pyspark", testbed.PySparkPackages...)
+	if err != nil {
+		return err
+	}
+	jar, err := testbed.MavenArtifact(testbed.IcebergSparkRuntime)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("PYICEBERG_PYTHON=%s\nPYSPARK_PYTHON=%s\nICEBERG_SPARK_JAR=%s\n", py, spark, jar)
 	return nil
 }
