@@ -19,15 +19,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/bench/peer"
 	"github.com/hms-proxy/hms-proxy/bench/proc"
+	"github.com/hms-proxy/hms-proxy/bench/proxybench"
 )
 
 // JarEnv names the environment variable that holds the prebuilt jar.
@@ -97,21 +96,6 @@ func Props(port, mgmtPort int, backends []string) map[string]string {
 	return p
 }
 
-// propsText renders props as a .properties file.
-func propsText(p map[string]string) string {
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString("# written by hms-bench (make bench)\n")
-	for _, k := range keys {
-		b.WriteString(k + "=" + p[k] + "\n")
-	}
-	return b.String()
-}
-
 // log4jWarn puts the peer's logging at WARN, the level the benchmark gives
 // hms-proxy (logging.level=WARN): its bundled configuration enables DEBUG
 // for its own packages, which formats debug records on every call even
@@ -132,41 +116,20 @@ func Start(name string, c Config, timeout time.Duration) (*proc.Child, error) {
 	if c.Jar == "" || len(c.Backends) == 0 {
 		return nil, errors.New("javaproxy: Jar and Backends are required")
 	}
-	java := c.Java
-	if java == "" {
-		java = "java"
-	}
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	port, err := peer.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	mport, err := peer.FreePort()
+	ports, err := peer.FreePorts(2) // Thrift, management
 	if err != nil {
 		return nil, err
 	}
 	props, l4j := filepath.Join(c.Dir, "hms-proxy.properties"), filepath.Join(c.Dir, "log4j.properties")
-	if err := os.WriteFile(props, []byte(propsText(Props(port, mport, c.Backends))), 0o644); err != nil {
+	if err := os.WriteFile(props, []byte(proxybench.PropsText(Props(ports[0], ports[1], c.Backends))), 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(l4j, []byte(log4jWarn), 0o644); err != nil {
 		return nil, err
 	}
 	args := append(append([]string{}, JVMOptions...), "-Dlog4j.configuration=file:"+l4j, "-jar", c.Jar, props)
-	cmd := exec.Command(java, args...)
-	cmd.Dir = c.Dir
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	child, err := proc.StartCmdWait(name, filepath.Join(c.Dir, name+".log"), timeout,
-		func() error { return peer.Ping(addr, 5*time.Second) }, cmd)
-	if err != nil {
-		return nil, err
-	}
-	child.Addr = addr
-	if err := peer.CheckLoopbackOnly(child.Pid()); err != nil {
-		child.Stop()
-		return nil, err
-	}
-	return child, nil
+	return peer.JVM{Name: name, Java: c.Java, Dir: c.Dir, Args: args, Port: ports[0]}.Start(timeout)
 }

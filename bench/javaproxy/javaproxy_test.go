@@ -1,7 +1,6 @@
 package javaproxy
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/bench/peer"
 	"github.com/hms-proxy/hms-proxy/testbed"
-	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 func TestJarNamesWhatIsMissing(t *testing.T) {
@@ -55,27 +53,9 @@ func TestJavaProxyFederatesOnLoopbackOnly(t *testing.T) {
 	}
 	ls, _ := peer.Listeners(p.Pid())
 	t.Logf("%s %s listens on %v", Name, Version(jar), ls)
-	c, err := net.Dial("tcp", p.Addr)
+	names, err := peer.Databases(p.Addr, time.Minute)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Minute))
-	args := wire.Struct()
-	if _, err := c.Write(wire.AppendMessage(nil, wire.Header{Name: "get_all_databases", Type: wire.Call, SeqID: 3}, &args)); err != nil {
-		t.Fatal(err)
-	}
-	var msg wire.Message
-	if err := wire.NewReader(c, 1<<20).Next(&msg); err != nil {
-		t.Fatal(err)
-	}
-	v, err := wire.DecodeStruct(msg.Body())
-	if err != nil || v.Field(0) == nil {
-		t.Fatalf("get_all_databases through the Java HMS Proxy: %v %+v", err, v)
-	}
-	var names []string
-	for _, e := range v.Field(0).Elems {
-		names = append(names, string(e.Str))
+		t.Fatalf("get_all_databases through the Java HMS Proxy: %v", err)
 	}
 	if !slices.Contains(names, "default") || !slices.Contains(names, "catalog2.default") {
 		t.Fatalf("two catalogs list %v, want default and catalog2.default", names)

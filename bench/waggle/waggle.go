@@ -142,45 +142,23 @@ func Start(c Config, timeout time.Duration) (*proc.Child, error) {
 	if c.Jar == "" || c.Shim == "" || c.Primary == "" {
 		return nil, errors.New("waggle: Jar, Shim and Primary are required")
 	}
-	java := c.Java
-	if java == "" {
-		java = "java"
-	}
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	port, err := peer.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	web, err := peer.FreePort()
+	ports, err := peer.FreePorts(2) // Thrift, and its Spring web endpoint (actuator; default 18000)
 	if err != nil {
 		return nil, err
 	}
 	server, fed := filepath.Join(c.Dir, "waggle-dance-server.yml"), filepath.Join(c.Dir, "waggle-dance-federation.yml")
-	if err := os.WriteFile(server, []byte(c.serverYAML(port)), 0o644); err != nil {
+	if err := os.WriteFile(server, []byte(c.serverYAML(ports[0])), 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(fed, []byte(c.federationYAML()), 0o644); err != nil {
 		return nil, err
 	}
 	args := append(append([]string{}, JVMOptions...), "-jar", c.Jar,
-		"--server-config="+server, "--federation-config="+fed,
-		"--endpoint.port="+strconv.Itoa(web)) // its Spring web endpoint (actuator), default 18000
+		"--server-config="+server, "--federation-config="+fed, "--endpoint.port="+strconv.Itoa(ports[1]))
 	args = append(args, Java17Args...)
-	cmd := exec.Command(java, args...)
-	cmd.Dir = c.Dir
-	cmd.Env = append(os.Environ(), "LD_PRELOAD="+c.Shim)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	child, err := proc.StartCmdWait("waggle-dance", filepath.Join(c.Dir, "waggle-dance.log"), timeout,
-		func() error { return peer.Ping(addr, 5*time.Second) }, cmd)
-	if err != nil {
-		return nil, err
-	}
-	child.Addr = addr
-	if err := peer.CheckLoopbackOnly(child.Pid()); err != nil {
-		child.Stop()
-		return nil, err
-	}
-	return child, nil
+	return peer.JVM{Name: "waggle-dance", Java: c.Java, Dir: c.Dir, Args: args, Env: []string{"LD_PRELOAD=" + c.Shim},
+		Port: ports[0]}.Start(timeout)
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/bench/peer"
 	"github.com/hms-proxy/hms-proxy/testbed"
-	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 const wildcardListener = `
@@ -112,24 +111,9 @@ func TestWaggleDanceFederatesOnLoopbackOnly(t *testing.T) {
 	}
 	ls, _ := peer.Listeners(wd.Pid())
 	t.Logf("Waggle Dance %s listens on %v", Version, ls)
-	c, err := net.Dial("tcp", wd.Addr)
+	names, err := peer.Databases(wd.Addr, time.Minute)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	args := wire.Struct()
-	c.Write(wire.AppendMessage(nil, wire.Header{Name: "get_all_databases", Type: wire.Call, SeqID: 3}, &args))
-	var msg wire.Message
-	if err := wire.NewReader(c, 1<<20).Next(&msg); err != nil {
-		t.Fatal(err)
-	}
-	v, err := wire.DecodeStruct(msg.Body())
-	if err != nil || v.Field(0) == nil {
-		t.Fatalf("get_all_databases through Waggle Dance: %v %+v", err, v)
-	}
-	var names []string
-	for _, e := range v.Field(0).Elems {
-		names = append(names, string(e.Str))
+		t.Fatalf("get_all_databases through Waggle Dance: %v", err)
 	}
 	if !slices.Contains(names, "default") || !slices.Contains(names, "catalog2_default") {
 		t.Fatalf("PREFIXED federation lists %v, want default and catalog2_default", names)
