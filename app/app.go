@@ -181,12 +181,20 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 			name = "primary"
 		}
 		m := a.Metrics
+		tlsConf, err := listenerTLS(fc, name, m, log)
+		if err != nil {
+			a.Router.Close()
+			a.closePurge()
+			a.Security.Close()
+			a.closeFiles()
+			return nil, err
+		}
 		l := frontdoor.New(frontdoor.Config{Name: fc.Name, BindHost: fc.BindHost, Port: fc.Port,
 			MaxWorkers: fc.MaxWorkerThreads, MaxConnsPerSource: fc.MaxConnsPerSource, ClientSocketTimeout: fc.ClientSocketTimeout,
 			KeepAlive: fc.TCPKeepAlive, KeepAliveIdle: fc.TCPKeepAliveIdle,
 			KeepAliveInterval: fc.TCPKeepAliveInterval, KeepAliveCount: fc.TCPKeepAliveCount,
 			Framed: fc.FramedTransport, MaxMessage: int(fc.MaxMessageSize), Strict: strict, Budget: budget,
-			Auth: a.Security.authenticator(name)},
+			TLS: tlsConf, Auth: a.Security.authenticator(name)},
 			&router.Frontend{Name: name, Profile: prof, Runtime: runtime, Dialect: dialect}, &a.sw, log,
 			frontdoor.Hooks{
 				BadInput: func(reason string) { m.BadFrame(name, reason) },

@@ -22,6 +22,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/security/gssapi"
 	"github.com/hms-proxy/hms-proxy/security/proxyuser"
 	"github.com/hms-proxy/hms-proxy/security/sasl"
+	"github.com/hms-proxy/hms-proxy/security/tlsconf"
 	"github.com/hms-proxy/hms-proxy/security/tokens"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -73,21 +74,23 @@ func buildSecurity(cfg *configs.Config, reg prometheus.Registerer, log *slog.Log
 			s.Close()
 			return nil, fmt.Errorf("security.front-door-conf.%w", err)
 		}
-		digestQOPs, err := digestmd5.QOPsFromProtection("security.front-door-conf.hadoop.rpc.protection", strings.Join(sc.RPCProtection, ","))
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		digest, err := digestmd5.NewServerFactory(digestmd5.ServerOptions{Lookup: digestmd5.TokenLookup(s.Tokens), QOPs: digestQOPs})
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
 		replay := gssapi.NewReplayCaches() // one per service principal, shared by the listeners
 		for _, fc := range cfg.Frontends() {
 			name := listenerName(fc)
+			protection := saslProtection(strings.Join(sc.RPCProtection, ","), "security.front-door-conf.hadoop.rpc.protection",
+				fc.TLS.Enabled, fc.KeyPrefix()+"tls.enabled", log)
+			digestQOPs, err := digestmd5.QOPsFromProtection("security.front-door-conf.hadoop.rpc.protection", protection)
+			if err != nil {
+				s.Close()
+				return nil, err
+			}
+			digest, err := digestmd5.NewServerFactory(digestmd5.ServerOptions{Lookup: digestmd5.TokenLookup(s.Tokens), QOPs: digestQOPs})
+			if err != nil {
+				s.Close()
+				return nil, err
+			}
 			fd, err := gssapi.NewFrontDoor(gssapi.FrontDoorOptions{Principal: sc.ServerPrincipal, Keytab: sc.Keytab,
-				Protection: strings.Join(sc.RPCProtection, ","), AuthToLocal: sc.AuthToLocal,
+				Protection: protection, AuthToLocal: sc.AuthToLocal,
 				AuthToLocalMechanism: sc.AuthToLocalMechanism, BindHost: fc.BindHost, Listener: name, Metrics: s.SASL,
 				// a client that does not finish the handshake is closed at the socket timeout, as Hive's is
 				HandshakeTimeout: fc.ClientSocketTimeout, Replay: replay})
@@ -111,6 +114,30 @@ func buildSecurity(cfg *configs.Config, reg prometheus.Registerer, log *slog.Log
 	return s, nil
 }
 
+// saslProtection is the SASL quality of protection to offer or ask for: the
+// configured one, or "authentication" inside TLS. Hive's metastore and
+// client do the same (MetaStoreUtils.getMetaStoreSaslProperties overrides
+// hadoop.rpc.protection to authentication when hive.metastore.use.SSL is
+// on, with a warning): TLS already protects the connection, and a peer with
+// TLS on asks for nothing more, so offering only integrity or privacy there
+// would refuse it.
+func saslProtection(configured, key string, tls bool, tlsKey string, log *slog.Logger) string {
+	if !tls || configured == "authentication" {
+		return configured
+	}
+	if log != nil {
+		log.Warn("SASL inside TLS uses quality of protection authentication, as Hive does: the configured value is not used on this connection",
+			"key", key, "value", configured, "because", tlsKey+"=true")
+	}
+	return "authentication"
+}
+
+// catalogProtection is a catalog's SASL quality of protection (saslProtection).
+func catalogProtection(cat *configs.CatalogConfig, log *slog.Logger) string {
+	pre := "catalog." + cat.Name + ".conf."
+	return saslProtection(strings.Join(cat.RPCProtection, ","), pre+"hadoop.rpc.protection", cat.UseSSL, pre+"hive.metastore.use.SSL", log)
+}
+
 func listenerName(fc *configs.FrontendConfig) string {
 	if fc.Name == "" {
 		return "primary"
@@ -121,6 +148,20 @@ func listenerName(fc *configs.FrontendConfig) string {
 // buildBackends prepares outbound Kerberos and impersonation per catalog.
 func (s *Security) buildBackends(cfg *configs.Config, reg prometheus.Registerer) error {
 	sc := &cfg.Security
+	dialers := map[string]*tlsconf.Dialer{}
+	for _, cat := range cfg.Catalogs {
+		d, err := backendDialer(cat, s.log)
+		if err != nil {
+			return err
+		}
+		dialers[cat.Name] = d
+		if cat.UseSSL && !cat.SASLEnabled {
+			if s.dials == nil {
+				s.dials = map[string]func(ctx context.Context, network, addr string) (net.Conn, error){}
+			}
+			s.dials[cat.Name] = d.DialContext
+		}
+	}
 	for _, cat := range cfg.Catalogs {
 		if !cat.SASLEnabled {
 			continue
@@ -134,7 +175,7 @@ func (s *Security) buildBackends(cfg *configs.Config, reg prometheus.Registerer)
 			s.Backend = l
 		}
 		dial, err := gssapi.BackendDial(s.Backend, gssapi.BackendOptions{Principal: cat.KerberosPrincipal,
-			Protection: strings.Join(cat.RPCProtection, ","), ConnectTimeout: cat.ConnectTimeout})
+			Protection: catalogProtection(cat, s.log), ConnectTimeout: cat.ConnectTimeout, Dialer: dialers[cat.Name]})
 		if err != nil {
 			return fmt.Errorf("catalog.%s.conf: %w", cat.Name, err)
 		}
@@ -165,13 +206,13 @@ func (s *Security) buildBackends(cfg *configs.Config, reg prometheus.Registerer)
 			PoolSize: cat.ImpersonationPoolMaxSize, SessionIdleTTL: cat.ImpersonationSessionIdleTTL,
 			Bypass: bypass, Metrics: s.Imperson, Log: s.log}
 		if cat.SASLEnabled {
-			qops, err := sasl.ParseProtection(strings.Join(cat.RPCProtection, ","))
+			qops, err := sasl.ParseProtection(catalogProtection(cat, nil))
 			if err != nil {
 				return fmt.Errorf("catalog.%s.conf.hadoop.rpc.protection: %w", cat.Name, err)
 			}
-			o.UserDial = tokenUserDial(cat.Name, tokens.ShortName(s.Backend.Principal()), qops, cat.ConnectTimeout, s.log)
+			o.UserDial = tokenUserDial(cat.Name, tokens.ShortName(s.Backend.Principal()), qops, dialers[cat.Name], s.log)
 		} else {
-			o.UserDial = setUGIUserDial(cat.ConnectTimeout, cat.SocketTimeout)
+			o.UserDial = setUGIUserDial(dialers[cat.Name], cat.SocketTimeout)
 		}
 		if s.impersonation == nil {
 			s.impersonation = map[string]*router.ImpersonationOptions{}
@@ -345,9 +386,8 @@ func (s *Security) cancelDelegationToken(_ context.Context, c *router.LocalCall)
 // setUGIUserDial opens a plain backend session as the user: TCP, then
 // set_ugi(user, groups), as Hive's client does at session start on a
 // metastore without SASL (TUGIBasedProcessor).
-func setUGIUserDial(connectTimeout, socketTimeout time.Duration) func(context.Context, *security.Identity, *router.Backend) (router.Dial, func(), error) {
+func setUGIUserDial(d *tlsconf.Dialer, socketTimeout time.Duration) func(context.Context, *security.Identity, *router.Backend) (router.Dial, func(), error) {
 	return func(_ context.Context, id *security.Identity, _ *router.Backend) (router.Dial, func(), error) {
-		d := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 		user, groups := id.User, id.Groups
 		return func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := d.DialContext(ctx, network, addr)
@@ -435,7 +475,7 @@ func resultOf(m *wire.Message, method string, seq int32) (wire.Value, error) {
 // metastore before its renew date and replaces it before its max date, so a
 // long-lived pool keeps opening sessions; the token is cancelled when the
 // user's pool closes.
-func tokenUserDial(catalog, renewer string, qops []sasl.QOP, connectTimeout time.Duration, log *slog.Logger) func(context.Context, *security.Identity, *router.Backend) (router.Dial, func(), error) {
+func tokenUserDial(catalog, renewer string, qops []sasl.QOP, d *tlsconf.Dialer, log *slog.Logger) func(context.Context, *security.Identity, *router.Backend) (router.Dial, func(), error) {
 	return func(ctx context.Context, id *security.Identity, shared *router.Backend) (router.Dial, func(), error) {
 		keeper, err := tokens.NewKeeper(ctx, tokens.KeeperOptions{
 			What: fmt.Sprintf("catalog %s backend token of %s", catalog, id.User),
@@ -467,7 +507,6 @@ func tokenUserDial(catalog, renewer string, qops []sasl.QOP, connectTimeout time
 		if err != nil {
 			return nil, nil, fmt.Errorf("backend delegation token for %s: %w", id.User, err)
 		}
-		d := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
 		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := d.DialContext(ctx, network, addr)
 			if err != nil {

@@ -144,11 +144,37 @@ func backendTLSFeature() *feature {
 		on:   func(c *Config) bool { return anyCatalog(c, func(cat *CatalogConfig) bool { return cat.UseSSL }) },
 		off:  offBecause("no catalog sets conf.hive.metastore.use.SSL=true"),
 		loss: "connect to the backend without TLS",
+		validate: func(p *parser, c *Config) {
+			for _, cat := range c.Catalogs {
+				if cat.UseSSL && cat.TrustStorePath == "" {
+					pre := "catalog." + cat.Name + ".conf."
+					p.fail(missingf(pre+"hive.metastore.truststore.path",
+						"required when %shive.metastore.use.SSL=true: the trust store holding the certificate (or its CA) the metastore presents, as Hive's client requires", pre))
+				}
+			}
+		},
 		keys: []*keyDef{
 			hiveConfKey("hive.metastore.use.SSL", "metastore.use.SSL", &keyDef{
 				typ: boolT{}, def: "false", example: "true", sw: true, gate: gateNonDefault,
-				meaning: "TLS on connections to this backend",
+				meaning: "TLS on connections to this backend (the metastore runs with the same setting and its keystore)",
 				bind:    func(c *Config, m match) any { return &catalogOf(c, m).UseSSL }}),
+			hiveConfKey("hive.metastore.truststore.path", "metastore.truststore.path", &keyDef{
+				typ: strT{}, example: "/etc/hive/conf/truststore.jks",
+				meaning: "trust store of the backend's certificate: a JKS or PKCS#12 store as keytool writes it, or PEM certificates; the chain the metastore presents must lead to one of its certificates and name the URI's host",
+				bind:    func(c *Config, m match) any { return &catalogOf(c, m).TrustStorePath }}),
+			hiveConfKey("hive.metastore.truststore.password", "metastore.truststore.password", &keyDef{
+				typ: strT{}, example: "changeit", secret: true,
+				meaning: "password of the trust store (checks a JKS store's digest, decrypts a PKCS#12 store)",
+				bind:    func(c *Config, m match) any { return &catalogOf(c, m).TrustStorePassword }}),
+			hiveConfKey("hive.metastore.truststore.type", "metastore.truststore.type", &keyDef{
+				typ: enum("JKS", "PKCS12", "PEM"), example: "PKCS12",
+				meaning: "format of the trust store; unset: told by the file's content",
+				bind:    func(c *Config, m match) any { return &catalogOf(c, m).TrustStoreType }}),
+			hiveConfKey("hive.metastore.trustmanagerfactory.algorithm", "metastore.trustmanagerfactory.algorithm", &keyDef{
+				typ: strT{}, example: "PKIX",
+				ignored: "hms-proxy verifies the chain (to a certificate of the trust store) and the host name itself, as Java's default PKIX trust manager does",
+				meaning: "Java's trust manager algorithm",
+				bind:    func(*Config, match) any { return setter(func(any) error { return nil }) }}),
 		},
 	}
 }

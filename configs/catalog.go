@@ -85,7 +85,12 @@ type CatalogConfig struct {
 	TxnTimeout         time.Duration // the synthetic lock lifetime when this is the default catalog
 	FramedTransport    bool
 	CompactProtocol    bool // refused-until-built
-	UseSSL             bool // refused-until-built
+	// TLS to this catalog's metastore (backend.go): conf hive.metastore.use.SSL
+	// and the trust store of hive.metastore.truststore.*.
+	UseSSL             bool
+	TrustStorePath     string
+	TrustStorePassword string
+	TrustStoreType     string // "" (by the content), JKS, PKCS12 or PEM
 	// Outbound Kerberos (backend.go): SASL/GSSAPI to this catalog's metastore.
 	SASLEnabled       bool
 	KerberosPrincipal string   // conf hive.metastore.kerberos.principal

@@ -15,7 +15,7 @@ func featureTable() []*feature {
 		withStatus(sessionLifetimeFeature(), StatusRefused),
 		withStatus(kerberosFeature(), StatusImplemented),
 		withStatus(backendKerberosFeature(), StatusImplemented),
-		withStatus(backendTLSFeature(), StatusRefused),
+		withStatus(backendTLSFeature(), StatusImplemented),
 		withStatus(compactProtocolFeature(), StatusRefused),
 		withStatus(impersonationFeature(), StatusImplemented),
 		withStatus(delegationTokensFeature(), StatusImplemented),

@@ -108,7 +108,12 @@ var fixtures = map[string]fixture{
 		"catalog.catalog3.conf.hive.metastore.uris": "thrift://h3:9083"}},
 	"catalog.<catalog>.write-db-whitelist": {before: map[string]string{
 		"catalog.catalog1.access-mode": "READ_WRITE_DB_WHITELIST", "catalog.catalog1.write-db-whitelist": "other"}},
-	"security.mode": {after: map[string]string{"security.server-principal": "hive/_HOST@R", "security.keytab": "/k"}},
+	"security.mode":      {after: map[string]string{"security.server-principal": "hive/_HOST@R", "security.keytab": "/k"}},
+	"server.tls.enabled": {after: map[string]string{"server.tls.certificate-file": "/c.pem", "server.tls.key-file": "/k.pem"}},
+	"additional-frontends.<frontend>.tls.enabled": {after: map[string]string{
+		"additional-frontends.fe.tls.certificate-file": "/c.pem", "additional-frontends.fe.tls.key-file": "/k.pem"}},
+	"catalog.<catalog>.conf.hive.metastore.use.SSL": {after: map[string]string{
+		"catalog.catalog1.conf.hive.metastore.truststore.path": "/ts.jks"}},
 	"catalog.<catalog>.conf.hive.metastore.sasl.enabled": {after: map[string]string{
 		"catalog.catalog1.conf.hive.metastore.kerberos.principal": "hive/_HOST@R",
 		"security.client-principal":                               "p@R", "security.client-keytab": "/ck"}},

@@ -23,6 +23,15 @@ type ServerConfig struct {
 	FramedTransport      bool
 	MaxMessageSize       int64 // bytes; also the limit of any single string or container length
 	MaxConnsPerSource    int   // open connections of one client address; 0 = no cap
+	TLS                  ListenerTLS
+}
+
+// ListenerTLS is a Thrift listener's TLS (server.tls.*): the certificate
+// chain and its private key as PEM files, read again when they change.
+type ListenerTLS struct {
+	Enabled  bool
+	CertFile string
+	KeyFile  string
 }
 
 // FrontendConfig is one Thrift listener: the primary one (Name "") or an
@@ -42,7 +51,17 @@ type FrontendConfig struct {
 	FramedTransport        bool
 	MaxMessageSize         int64
 	MaxConnsPerSource      int
+	TLS                    ListenerTLS
 	StandaloneMetastoreJar string // accepted for drop-in configs, ignored
+}
+
+// KeyPrefix is the prefix of this listener's keys ("server." or
+// "additional-frontends.<name>.").
+func (f *FrontendConfig) KeyPrefix() string {
+	if f.Name == "" {
+		return "server."
+	}
+	return "additional-frontends." + f.Name + "."
 }
 
 // Addr is host:port for net.Listen.
@@ -67,6 +86,7 @@ func (c *Config) Frontends() []*FrontendConfig {
 		FramedTransport:        s.FramedTransport,
 		MaxMessageSize:         s.MaxMessageSize,
 		MaxConnsPerSource:      s.MaxConnsPerSource,
+		TLS:                    s.TLS,
 		StandaloneMetastoreJar: c.Compatibility.FrontendStandaloneMetastoreJar,
 	}
 	return append([]*FrontendConfig{primary}, c.AdditionalFrontends...)
@@ -81,6 +101,7 @@ func serverFeature() *feature {
 		validate: func(p *parser, c *Config) {
 			p.checkWorkerThreads("server.")
 			p.checkListenerClashes(c)
+			p.checkListenerTLS("server.", &c.Server.TLS)
 		},
 		keys: []*keyDef{
 			{pattern: "server.name", typ: strT{}, def: "hms-proxy", example: "hms-proxy-2",
@@ -127,6 +148,15 @@ func serverFeature() *feature {
 			{pattern: "server.max-connections-per-source", typ: count(0), def: "0", example: "200", isNew: true,
 				meaning: "most open connections from one client IP address; a connection beyond it is closed at once (`hms_proxy_frontend_refused_total{reason=\"per_source\"}`, a WARN at most every 10 s); `0` = no cap",
 				bind:    func(c *Config, _ match) any { return &s(c).MaxConnsPerSource }},
+			{pattern: "server.tls.enabled", typ: boolT{}, def: "false", example: "true", isNew: true,
+				meaning: "TLS on the primary listener, as a Hive metastore with `hive.metastore.use.SSL=true` (clients set the same and a trust store); SASL (`security.mode=KERBEROS`) then runs inside TLS",
+				bind:    func(c *Config, _ match) any { return &s(c).TLS.Enabled }},
+			{pattern: "server.tls.certificate-file", typ: strT{}, example: "/etc/hms-proxy/tls/server.pem", isNew: true,
+				meaning: "PEM certificate chain of the listener, its own certificate first; read again when it changes",
+				bind:    func(c *Config, _ match) any { return &s(c).TLS.CertFile }},
+			{pattern: "server.tls.key-file", typ: strT{}, example: "/etc/hms-proxy/tls/server.key", isNew: true,
+				meaning: "PEM private key of that certificate (unencrypted); read again when it changes",
+				bind:    func(c *Config, _ match) any { return &s(c).TLS.KeyFile }},
 		},
 	}
 }
@@ -154,11 +184,18 @@ func frontendsFeature() *feature {
 	maxMsg.isNew = true
 	perSource := inherit("max-connections-per-source", count(0), "50", func(fc *FrontendConfig) any { return &fc.MaxConnsPerSource })
 	perSource.isNew = true
+	tlsOn := inherit("tls.enabled", boolT{}, "true", func(fc *FrontendConfig) any { return &fc.TLS.Enabled })
+	tlsCert := inherit("tls.certificate-file", strT{}, "/etc/hms-proxy/tls/hive4.pem", func(fc *FrontendConfig) any { return &fc.TLS.CertFile })
+	tlsKey := inherit("tls.key-file", strT{}, "/etc/hms-proxy/tls/hive4.key", func(fc *FrontendConfig) any { return &fc.TLS.KeyFile })
+	tlsOn.isNew, tlsCert.isNew, tlsKey.isNew = true, true, true
 	return &feature{
 		id: "additional-frontends", title: "Additional listeners",
 		validate: func(p *parser, c *Config) {
 			for _, fc := range c.AdditionalFrontends {
-				p.checkWorkerThreads("additional-frontends." + fc.Name + ".")
+				p.checkWorkerThreads(fc.KeyPrefix())
+				if p.isSet(fc.KeyPrefix()+"tls.enabled") || !c.Server.TLS.Enabled { // else inherited: server.tls.* reports
+					p.checkListenerTLS(fc.KeyPrefix(), &fc.TLS)
+				}
 			}
 		},
 		keys: []*keyDef{
@@ -196,7 +233,27 @@ func frontendsFeature() *feature {
 			framed,
 			maxMsg,
 			perSource,
+			tlsOn,
+			tlsCert,
+			tlsKey,
 		},
+	}
+}
+
+// checkListenerTLS: a TLS listener needs its certificate and key files (the
+// files themselves are read when the listener is built).
+func (p *parser) checkListenerTLS(prefix string, t *ListenerTLS) {
+	if !t.Enabled {
+		return
+	}
+	for _, k := range []struct{ key, val string }{{"tls.certificate-file", t.CertFile}, {"tls.key-file", t.KeyFile}} {
+		if k.val == "" {
+			also := ""
+			if prefix != "server." {
+				also = " (or server." + k.key + ", its default)"
+			}
+			p.fail(missingf(prefix+k.key, "required when %stls.enabled=true%s", prefix, also))
+		}
 	}
 }
 

@@ -97,6 +97,8 @@ const (
 	MetricFrontendRefusedTotal        = "hms_proxy_frontend_refused_total"
 	MetricFrontendInFlightCalls       = "hms_proxy_frontend_inflight_calls"
 	MetricFrontendInFlightBytes       = "hms_proxy_frontend_inflight_message_bytes"
+	MetricTLSCertificateExpiry        = "hms_proxy_tls_certificate_expiry_timestamp_seconds"
+	MetricTLSCertificateReloads       = "hms_proxy_tls_certificate_reloads_total"
 )
 
 // RequestDurationBuckets are the histogram buckets (seconds) of
@@ -125,6 +127,8 @@ type Metrics struct {
 	badFrames         *prometheus.CounterVec
 	frontendRefused   *prometheus.CounterVec
 	frontendInFlight  *prometheus.GaugeVec
+	tlsExpiry         *prometheus.GaugeVec
+	tlsReloads        *prometheus.CounterVec
 	exceptionValues   boundedValues
 	apiValues         boundedValues
 	badFrameReasons   boundedValues
@@ -230,11 +234,20 @@ func NewMetrics(reg prometheus.Registerer, methods []string) *Metrics {
 		Help: "Client calls being served now, by front-door listener (bounded by its max-worker-threads).",
 	}, []string{"frontend"})
 
+	m.tlsExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: MetricTLSCertificateExpiry,
+		Help: "Unix time at which the certificate a TLS listener presents expires (server.tls.*), by listener.",
+	}, []string{"frontend"})
+	m.tlsReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricTLSCertificateReloads,
+		Help: "Readings of a TLS listener's certificate and key files after they changed, by listener and result (success: the new pair is served; failure: the previous one is kept).",
+	}, []string{"frontend", "result"})
+
 	if reg != nil {
 		reg.MustRegister(m.requests, m.duration, m.backendFailures, m.backendFallback,
 			m.routingAmbiguous, m.defaultCatalog, m.rateLimited, m.filtered,
 			m.acquireTimeouts, m.sessionRetired, m.backendSessions, m.frontendConns, m.badFrames,
-			m.frontendRefused, m.frontendInFlight)
+			m.frontendRefused, m.frontendInFlight, m.tlsExpiry, m.tlsReloads)
 		for _, c := range []prometheus.Collector{
 			collectors.NewGoCollector(),
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -428,6 +441,24 @@ func (m *Metrics) FrontendConnectionClosed(frontend string) {
 		return
 	}
 	m.frontendConns.WithLabelValues(validLabel(frontend)).Dec()
+}
+
+// TLSCertificate records the certificate a TLS listener serves (at start
+// and after each reading of changed files: ok false keeps the previous one).
+func (m *Metrics) TLSCertificate(frontend string, notAfter time.Time, reloaded, ok bool) {
+	if m == nil {
+		return
+	}
+	if ok {
+		m.tlsExpiry.WithLabelValues(validLabel(frontend)).Set(float64(notAfter.Unix()))
+	}
+	if reloaded {
+		result := "success"
+		if !ok {
+			result = "failure"
+		}
+		m.tlsReloads.WithLabelValues(validLabel(frontend), result).Inc()
+	}
 }
 
 // BadFrame counts a client message rejected before dispatch (e.g. reason

@@ -138,8 +138,10 @@ var (
 		router.ErrPoolExhausted.Error(), router.ErrBudgetExceeded.Error(), router.ErrBadReply.Error(), "timed out",
 		"circuit breaker OPEN", "circuit breaker HALF_OPEN"}
 	// forbiddenMarkers: a policy of the proxy refused the call (access
-	// modes, write whitelists, refused RPCs).
-	forbiddenMarkers = []string{"is READ_ONLY (catalog.", "write-db-whitelist", "is refused by hms-proxy", "is not forwarded by hms-proxy"}
+	// modes, write whitelists, refused RPCs, a create of a name the
+	// exposure rules hide).
+	forbiddenMarkers = []string{"is READ_ONLY (catalog.", "write-db-whitelist", "is refused by hms-proxy", "is not forwarded by hms-proxy",
+		"is hidden by the exposure rules"}
 	// throttledMarkers: the router's rate limit (rate-limit.*) refused
 	// the call: 429, which Iceberg's clients retry with backoff.
 	throttledMarkers = []string{"rate limit exceeded for "}

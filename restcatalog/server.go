@@ -2,7 +2,7 @@ package restcatalog
 
 import (
 	"context"
-	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/hms-proxy/hms-proxy/security/tlsconf"
 )
 
 // ServerOptions configure the REST listener.
@@ -45,7 +47,7 @@ type Server struct {
 	srv   *http.Server
 	ln    net.Listener
 	done  chan error
-	certs *certReloader // nil without TLS
+	certs *tlsconf.ServerCert // nil without TLS
 }
 
 // Listen binds the listener and starts serving h in the background.
@@ -59,10 +61,18 @@ func Listen(h http.Handler, opts ServerOptions) (*Server, error) {
 	if errLog == nil {
 		errLog = slog.Default()
 	}
-	var certs *certReloader
+	var certs *tlsconf.ServerCert
 	if opts.TLSCertFile != "" || opts.TLSKeyFile != "" {
 		var err error
-		if certs, err = newCertReloader(opts.TLSCertFile, opts.TLSKeyFile, errLog); err != nil {
+		// read again on the next handshake after a rotation (security/tlsconf)
+		if certs, err = tlsconf.NewServerCert(tlsconf.File{Key: "rest-catalog.tls.cert-file", Path: opts.TLSCertFile},
+			tlsconf.File{Key: "rest-catalog.tls.key-file", Path: opts.TLSKeyFile}, func(leaf *x509.Certificate, err error) {
+				if err != nil {
+					errLog.Warn("REST listener certificate files changed but do not load; serving the previous certificate", "err", err)
+					return
+				}
+				errLog.Info("REST listener certificate reloaded", "subject", leaf.Subject.String(), "not_after", leaf.NotAfter)
+			}); err != nil {
 			return nil, err
 		}
 	}
@@ -94,7 +104,7 @@ func Listen(h http.Handler, opts ServerOptions) (*Server, error) {
 	}}
 	opts.Metrics.ListenerInfo(host, opts.Port)
 	if certs != nil {
-		s.srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
+		s.srv.TLSConfig = certs.Config()
 	}
 	go func() {
 		var err error

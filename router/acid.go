@@ -202,6 +202,6 @@ func (r *Router) planSplitLock(req *request) {
 	p := &req.plan
 	def := r.ns.Default()
 	p.Kind, p.Target, p.SplitLock = PlanSingle, def, true
-	p.Writes, p.DBs, p.Tables, p.Patches = false, p.dbArr[:0], p.tblArr[:0], p.patchArr[:0]
+	p.Writes, p.DBs, p.Patches = false, p.dbArr[:0], p.patchArr[:0]
 	p.Mode, p.Adapter = r.adapters.Plan(r.runtimes[def], p.Spec.Name)
 }

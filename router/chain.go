@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/security"
@@ -136,45 +135,6 @@ func (r *Router) accessMode(next Handler) Handler {
 			if why := r.policies[x.Cat].writeRefusal(x.Cat.Name, x.Method(), p.DBs); why != "" {
 				return &Refusal{Kind: RefuseMeta, Reason: "access_mode", Message: why}
 			}
-		}
-		return next(ctx, x)
-	}
-}
-
-// exposure hides what a catalog's expose rules hide: a direct lookup of a
-// hidden object is "not found", a list loses its hidden entries (fan-out legs
-// filter while they merge).
-func (r *Router) exposure(next Handler) Handler {
-	return func(ctx context.Context, x *Exchange) error {
-		pol := r.policies[x.Cat]
-		if x.Leg != nil || !pol.exposure.active() || x.Spec().Family != MetadataRead {
-			return next(ctx, x)
-		}
-		p := x.Plan()
-		if obj := pol.exposure.hidden(p.DBs, p.Tables); obj != "" {
-			if r.metrics != nil {
-				r.metrics.FilteredObjects(x.Method(), x.Cat.Name, objectType(obj), 1)
-			}
-			return &Refusal{Kind: RefuseNoSuchObject, Reason: "exposure", Message: obj + " not found"}
-		}
-		if f := listFilters[x.Spec().Name]; f != nil {
-			db := ""
-			if len(p.DBs) > 0 {
-				db = p.DBs[0]
-			}
-			x.OnReply(func(body []byte) ([]byte, error) {
-				filtered, n, err := pol.exposure.filterList(f, body, db)
-				if err != nil {
-					return nil, fmt.Errorf("exposure filter of %s: %w", x.Method(), err)
-				}
-				if n == 0 {
-					return body, nil
-				}
-				if r.metrics != nil {
-					r.metrics.FilteredObjects(x.Method(), x.Cat.Name, f.objectType, n)
-				}
-				return filtered, nil
-			})
 		}
 		return next(ctx, x)
 	}

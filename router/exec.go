@@ -85,7 +85,7 @@ func (r *Router) execNative(ctx context.Context, x *Exchange) error {
 		r.trace.BackendReply(req.info.ID, cat.Name, reply, err)
 	}
 	if err != nil {
-		if optionalReads[spec.Name] {
+		if spec.EmptyOnAnyFailure() {
 			r.fallbackEmpty(req, "error")
 			return nil
 		}
@@ -188,12 +188,12 @@ func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) er
 	req, cat := x.req, x.Cat
 	m, spec := req.msg, req.plan.Spec
 	if reply.Type == wire.Exception {
-		if optionalReads[spec.Name] {
+		if spec.EmptyOnAnyFailure() {
 			r.fallbackEmpty(req, "error")
 			return nil
 		}
 		typ, msg, perr := wire.ParseAppException(reply.Body())
-		if perr == nil && typ == wire.AppUnknownMethod && emptyCompatible(spec) {
+		if perr == nil && typ == wire.AppUnknownMethod && spec.EmptyOnUnknownMethod() {
 			r.fallbackEmpty(req, "unknown_method")
 			return nil
 		}
@@ -213,6 +213,10 @@ func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) er
 	for _, f := range x.filters {
 		nb, err := f(body)
 		if err != nil {
+			var ref *Refusal
+			if errors.As(err, &ref) {
+				return ref // the answer is about an object the client may not see
+			}
 			return &backendError{cat: cat, err: err}
 		}
 		if len(nb) != len(body) || len(nb) > 0 && &nb[0] != &body[0] {
@@ -305,9 +309,7 @@ func (r *Router) refuse(req *request, ref *Refusal) {
 		req.out = append(req.out, wire.AppException(m.Name, m.SeqID, appType(ref.Kind), ref.Message)...)
 		return
 	case RefuseNoSuchObject:
-		if spec.NoSuchObjectField >= 0 {
-			field = spec.NoSuchObjectField
-		}
+		field = spec.notFoundField(ref.Table)
 	case RefuseInvalidOperation:
 		if spec.InvalidOperationField >= 0 {
 			field = spec.InvalidOperationField

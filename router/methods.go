@@ -80,8 +80,13 @@ type Spec struct {
 	Special  Special
 	Args     *wire.Plan // role strings of the arguments
 	Result   *wire.Plan // role strings of the result
+	// Objects and ResultObjects walk the names of catalog objects (databases,
+	// tables) in the arguments and the result, for the exposure rules
+	// (exposure.go); nil when they name none.
+	Objects, ResultObjects *wire.Plan
 	// Result field ids of declared exceptions, -1 when not declared.
 	MetaExcField, NoSuchObjectField, InvalidOperationField int16
+	UnknownDBField, UnknownTableField, InvalidObjectField  int16
 	// Rename: an alter_table form, whose source database and the new
 	// table's database are resolved separately (a table cannot move
 	// between catalogs).
@@ -110,6 +115,28 @@ func (s *Spec) exceptionName(id int16) string {
 		return n
 	}
 	return "MetaException"
+}
+
+// notFoundField is the result field of the exception the RPC declares for
+// an object that does not exist, as Hive's metastore answers a missing one:
+// NoSuchObjectException, else UnknownTableException (a table) or
+// UnknownDBException, else InvalidOperationException (the alter_* forms:
+// "table not found", "alter is not possible"), else InvalidObjectException
+// (the add_/append_partition forms: "table or database do not exist"),
+// else MetaException; -1 when it declares none of them (refuse then answers
+// a TApplicationException, as Hive's processor does for an exception an RPC
+// does not declare).
+func (s *Spec) notFoundField(table bool) int16 {
+	unknown, other := s.UnknownDBField, s.UnknownTableField
+	if table {
+		unknown, other = other, unknown
+	}
+	for _, f := range [...]int16{s.NoSuchObjectField, unknown, other, s.InvalidOperationField, s.InvalidObjectField} {
+		if f >= 0 {
+			return f
+		}
+	}
+	return s.MetaExcField
 }
 
 // IsWrite reports whether access modes apply.
@@ -145,9 +172,11 @@ var rules = []rule{
 		"update_transaction_statistics", "get_latest_txnid_in_conflict"}},
 	{family: ACIDIDBoundLifecycle, classes: ClassLock, names: []string{"check_lock", "unlock", "heartbeat"}},
 	{family: ACIDIDBoundLifecycle, names: []string{"get_open_txns", "get_open_txns_info", "get_open_txns_req",
-		"show_locks", "show_compact", "get_latest_committed_compaction_info", "find_next_compact",
-		"find_next_compact2", "find_columns_with_stats"}},
-	{family: ACIDIDBoundLifecycle, classes: ClassWrite | ClassTxn, names: []string{"mark_cleaned", "mark_compacted",
+		"show_locks", "show_compact", "get_latest_committed_compaction_info", "find_columns_with_stats"}},
+	// find_next_compact hands a compaction to the calling worker: the
+	// metastore marks it working.
+	{family: ACIDIDBoundLifecycle, classes: ClassWrite | ClassTxn, names: []string{"find_next_compact",
+		"find_next_compact2", "mark_cleaned", "mark_compacted",
 		"mark_failed", "mark_refused", "set_hadoop_jobid", "update_compactor_state", "abort_Compactions",
 		"submit_for_cleanup", "update_compaction_metrics_data", "remove_compaction_metrics_data"}},
 	{family: ACIDNamespaceBoundWrite, classes: ClassWrite | ClassLock, names: []string{"lock"}},
@@ -165,9 +194,13 @@ var rules = []rule{
 		"get_triggers_for_resourceplan", "get_runtime_stats", "get_type", "get_type_all", "get_serde",
 		"get_file_metadata", "get_file_metadata_by_expr", "get_schemas_by_cols", "get_schema_version",
 		"get_schema_latest_version", "get_schema_all_versions", "get_ischema", "get_replication_metrics",
-		"get_scheduled_query", "scheduled_query_poll", "get_dataconnectors", "get_dataconnector_req",
+		"get_scheduled_query", "get_dataconnectors", "get_dataconnector_req",
 		"get_stored_procedure", "get_all_stored_procedures", "find_package", "get_all_packages",
 		"get_properties", "get_all_functions"}},
+	// scheduled_query_poll hands the next due query to the caller: the
+	// metastore records its execution. A namespace-less call of the
+	// scheduled-query executor, routed to the default catalog as before.
+	{family: ServiceGlobalWrite, classes: ClassWrite, names: []string{"scheduled_query_poll"}},
 	{family: ServiceGlobalWrite, classes: ClassWrite, unrouted: Refuse, names: []string{"setMetaConf",
 		"grant_role", "revoke_role", "grant_revoke_role", "create_role", "drop_role", "grant_privileges",
 		"revoke_privileges", "grant_revoke_privileges", "refresh_privileges", "add_token", "remove_token",
@@ -199,6 +232,8 @@ var rules = []rule{
 type Table struct {
 	specs map[string]*Spec
 	names []string
+	// partners: the database field each table field pairs with.
+	partners map[partnerKey]int16
 	// stateLens: bit n is set when a method of n bytes has SessionState,
 	// so a successful reply of any other method costs no lookup.
 	stateLens uint64
@@ -222,8 +257,12 @@ func BuildTable() (*Table, error) {
 			}
 		}
 	}
-	argsComp, resultComp := wire.NewCompiler(roleOfArgs), wire.NewCompiler(roleOf)
-	t := &Table{specs: map[string]*Spec{}}
+	argsComp, resultComp, objComp := wire.NewCompiler(roleOf), wire.NewCompiler(roleOf), wire.NewCompiler(roleOfObjects)
+	partners, err := tablePartners()
+	if err != nil {
+		return nil, err
+	}
+	t := &Table{specs: map[string]*Spec{}, partners: partners}
 	var missing []string
 	for _, m := range thriftgen.AllMethods() {
 		r := exact[m.Name]
@@ -242,16 +281,22 @@ func BuildTable() (*Table, error) {
 		}
 		s := &Spec{Name: m.Name, Method: m, Family: r.family, Classes: r.classes, Unrouted: r.unrouted,
 			Special: r.special, MetaExcField: -1, NoSuchObjectField: -1, InvalidOperationField: -1,
+			UnknownDBField: -1, UnknownTableField: -1, InvalidObjectField: -1,
 			Rename: renames[m.Name], SessionState: sessionState[m.Name], excNames: map[int16]string{}}
 		if s.Special == RefuseAlways {
 			s.Why = "catalogs are managed in the proxy configuration (catalogs=...), not by client RPCs"
 		}
-		var err error
 		if s.Args, err = argsComp.Plan(m.Args.Name); err != nil {
+			return nil, err
+		}
+		if s.Objects, err = objComp.Plan(m.Args.Name); err != nil {
 			return nil, err
 		}
 		if m.Result != nil {
 			if s.Result, err = resultComp.Plan(m.Result.Name); err != nil {
+				return nil, err
+			}
+			if s.ResultObjects, err = objComp.Plan(m.Result.Name); err != nil {
 				return nil, err
 			}
 			for _, f := range m.Result.Fields {
@@ -271,6 +316,12 @@ func BuildTable() (*Table, error) {
 					s.NoSuchObjectField = f.ID
 				case "InvalidOperationException":
 					s.InvalidOperationField = f.ID
+				case "UnknownDBException":
+					s.UnknownDBField = f.ID
+				case "UnknownTableException":
+					s.UnknownTableField = f.ID
+				case "InvalidObjectException":
+					s.InvalidObjectField = f.ID
 				}
 			}
 		}

@@ -23,7 +23,7 @@ type Plan struct {
 	// PlanSingle
 	Target        *Catalog
 	Patches       []wire.Patch // inward rewrites (external → backend names) of the arguments
-	DBs, Tables   []string     // backend database and table names the request names (policy)
+	DBs           []string     // backend database names the request names (access modes, messages)
 	DefaultRouted bool         // no catalog hint: the default catalog serves it
 	Writes        bool         // access modes apply
 	Mode          compat.Mode  // how the call meets the target's runtime
@@ -45,7 +45,6 @@ type Plan struct {
 
 	patchArr [4]wire.Patch
 	dbArr    [2]string
-	tblArr   [2]string
 }
 
 // PlanKind says which of the four shapes a plan has.
@@ -143,6 +142,9 @@ type Refusal struct {
 	// Status is the request's status label (metrics, audit); "" is
 	// "error" ("throttled" for a rate limit).
 	Status string
+	// Table: a RefuseNoSuchObject refusal is about a table (else a
+	// database): it picks UnknownTableException over UnknownDBException.
+	Table bool
 }
 
 func (r *Refusal) Error() string { return r.Message }
@@ -351,7 +353,7 @@ type argVisitor struct {
 // routeArgs walks the arguments once: it collects catalog hints and records
 // the inward rewrites (external → internal names) in p.
 func (r *Router) routeArgs(req *request, spec *Spec, body []byte, p *Plan, rt *route) error {
-	p.Patches, p.DBs, p.Tables = p.patchArr[:0], p.dbArr[:0], p.tblArr[:0]
+	p.Patches, p.DBs = p.patchArr[:0], p.dbArr[:0]
 	if spec.Args == nil {
 		return nil
 	}
@@ -431,10 +433,7 @@ func (a *argVisitor) Visit(s *wire.Span) error {
 		}
 		if i := strings.IndexByte(internal, '.'); i > 0 {
 			p.DBs = append(p.DBs, internal[:i])
-			p.Tables = append(p.Tables, internal[i+1:])
 		}
-	case RoleTable:
-		p.Tables = append(p.Tables, val)
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func testRouter(t *testing.T, extra ...string) *Router {
 }
 
 // testRouterWith is testRouter with more options (Config and Locks are set
-// here).
+// here); an extra "-key" leaves a key of the three catalogs out.
 func testRouterWith(t *testing.T, opt Options, extra ...string) *Router {
 	t.Helper()
 	props := map[string]string{
@@ -32,6 +32,10 @@ func testRouterWith(t *testing.T, opt Options, extra ...string) *Router {
 		"synthetic-read-lock.store.mode":            "IN_MEMORY",
 	}
 	for _, kv := range extra {
+		if k, ok := strings.CutPrefix(kv, "-"); ok { // "-key": leave the key out
+			delete(props, k)
+			continue
+		}
 		k, v, _ := strings.Cut(kv, "=")
 		props[k] = v
 	}
@@ -71,55 +75,9 @@ func planOf(t *testing.T, r *Router, method string, args wire.Value) *Plan {
 // sample builds a representative value of a schema type: every database
 // field names db (its role decides), every catalog field is left out (it
 // would be a hint of its own), strings elsewhere are "x", containers hold
-// one element, nesting stops at depth 4.
+// one element (sampleNamed with table "t").
 func sample(t *thriftgen.Type, owner string, f *thriftgen.Field, db string, depth int) (wire.Value, bool) {
-	switch t.Kind {
-	case thriftgen.KindString, thriftgen.KindBinary:
-		if f != nil {
-			switch roleOfArgs(owner, f) {
-			case RoleDB, RoleDBPattern:
-				return wire.Str(db), true
-			case RoleFullTable:
-				return wire.Str(db + ".t"), true
-			case RoleCatalog:
-				return wire.Value{}, false
-			}
-		}
-		return wire.Str("x"), true
-	case thriftgen.KindBool:
-		return wire.Bool(false), true
-	case thriftgen.KindByte:
-		return wire.Value{Type: wire.TByte}, true
-	case thriftgen.KindI16:
-		return wire.Value{Type: wire.TI16, Int: 1}, true
-	case thriftgen.KindI32, thriftgen.KindEnum:
-		return wire.I32(1), true
-	case thriftgen.KindI64:
-		return wire.I64(1), true
-	case thriftgen.KindDouble:
-		return wire.Value{Type: wire.TDouble, Dbl: 1}, true
-	case thriftgen.KindStruct:
-		if depth > 4 {
-			return wire.Value{}, false
-		}
-		st := thriftgen.LookupStruct(t.Name)
-		v := wire.Struct()
-		for _, sf := range st.Fields {
-			if x, ok := sample(sf.Type, st.Name, sf, db, depth+1); ok {
-				v.Fields = append(v.Fields, wire.Field{ID: sf.ID, V: x})
-			}
-		}
-		return v, true
-	case thriftgen.KindList, thriftgen.KindSet:
-		v := wire.Value{Type: wire.WireType(t), ElemType: wire.WireType(t.Elem)}
-		if x, ok := sample(t.Elem, owner, f, db, depth+1); ok {
-			v.Elems = append(v.Elems, x)
-		}
-		return v, true
-	case thriftgen.KindMap:
-		return wire.Value{Type: wire.TMap, KeyType: wire.WireType(t.Key), ElemType: wire.WireType(t.Value)}, true
-	}
-	return wire.Value{}, false
+	return sampleNamed(t, owner, f, db, "t", depth)
 }
 
 func sampleArgs(m *thriftgen.Method, db string) wire.Value {

@@ -123,68 +123,21 @@ func (e *Exposure) TableVisible(db, table string) bool {
 	return e.DBVisible(db)
 }
 
-// hidden names the first object of a direct lookup that is hidden, "" if none.
-func (e *Exposure) hidden(dbs, tables []string) string {
-	for _, db := range dbs {
-		if !e.DBVisible(db) {
-			return "database " + db
-		}
-	}
-	if len(dbs) > 0 {
-		for _, t := range tables {
-			if !e.TableVisible(dbs[0], t) {
-				return "table " + dbs[0] + "." + t
-			}
-		}
-	}
-	return ""
-}
-
-func objectType(obj string) string {
-	if strings.HasPrefix(obj, "database") {
-		return "database"
-	}
-	return "table"
-}
-
-// listFilter says where a list-style RPC keeps its objects in the result.
-type listFilter struct {
-	path       []int16 // field ids from the result struct down to the list
-	nameField  int16   // for lists of structs: the field holding the table name; 0 = list of strings
-	objectType string
-}
-
-// listFilters: list-style RPCs whose answers exposure narrows.
-var listFilters = map[string]*listFilter{
-	"get_all_tables":                {path: []int16{0}, objectType: "table"},
-	"get_tables":                    {path: []int16{0}, objectType: "table"},
-	"get_tables_by_type":            {path: []int16{0}, objectType: "table"},
-	"get_table_names_by_filter":     {path: []int16{0}, objectType: "table"},
-	"get_table_objects_by_name":     {path: []int16{0}, nameField: 1, objectType: "table"},
-	"get_table_objects_by_name_req": {path: []int16{0, 1}, nameField: 1, objectType: "table"},
-	"get_tables_ext":                {path: []int16{0}, nameField: 1, objectType: "table"},
-}
-
-// filterList removes hidden tables of database db from a result body.
-func (e *Exposure) filterList(f *listFilter, body []byte, db string) ([]byte, int, error) {
+// filterNames removes the hidden tables of database db from a result body
+// whose success value is a list of table names.
+func (e *Exposure) filterNames(body []byte, db string) ([]byte, int, error) {
 	v, err := wire.DecodeStruct(body)
 	if err != nil {
 		return nil, 0, err
 	}
-	list := &v
-	for _, id := range f.path {
-		if list = list.Field(id); list == nil {
-			return nil, 0, nil // exception reply or empty result
-		}
+	list := v.Field(0)
+	if list == nil {
+		return body, 0, nil // an exception or an empty result
 	}
 	kept := list.Elems[:0]
 	removed := 0
 	for _, el := range list.Elems {
-		name := string(el.Str)
-		if f.nameField != 0 {
-			name = el.Field(f.nameField).String()
-		}
-		if e.TableVisible(db, name) {
+		if e.TableVisible(db, string(el.Str)) {
 			kept = append(kept, el)
 		} else {
 			removed++

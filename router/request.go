@@ -73,6 +73,7 @@ type Router struct {
 	table    *Table
 	backends map[*Catalog]*Backend
 	policies map[*Catalog]*Policy
+	exposed  bool // some catalog's expose rules hide something
 	runtimes map[*Catalog]*compat.Runtime
 	dialects map[*Catalog]*compat.Dialect // backend field-id dialects (HDP 3.1.5 Table)
 	guards   map[*Catalog]*compat.Guard   // drop implied fields; refuse writes the backend runtime would silently lose
@@ -195,6 +196,7 @@ func New(opt Options) (*Router, error) {
 			}
 		}
 		r.policies[c] = newPolicy(cc)
+		r.exposed = r.exposed || r.policies[c].exposure.active()
 		if r.runtimes[c], err = compat.Lookup(string(cc.RuntimeProfile)); err != nil {
 			return nil, fmt.Errorf("catalog.%s.runtime-profile: %v", c.Name, err)
 		}

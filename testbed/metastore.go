@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/xml"
 	"errors"
@@ -32,6 +33,8 @@ type Metastore struct {
 
 	// Kerberos is set when the metastore was started Kerberized (StartMetastoreWith).
 	Kerberos *MetastoreKerberos
+	// TLS is set when the metastore serves TLS (StartMetastoreWith).
+	TLS *MetastoreTLS
 
 	mu   sync.Mutex
 	proc *jvm
@@ -41,6 +44,8 @@ type Metastore struct {
 type MetastoreOptions struct {
 	// Kerberos, when set, starts the metastore with SASL/GSSAPI (hive.metastore.sasl.enabled=true).
 	Kerberos *MetastoreKerberos
+	// TLS, when set, starts it with hive.metastore.use.SSL=true and the keystore (NewMetastoreKeyStore).
+	TLS *MetastoreTLS
 }
 
 // MetastoreKerberos makes a Kerberized metastore: hive.metastore.sasl.enabled=true, its service principal and
@@ -126,7 +131,7 @@ func StartMetastoreWith(v Version, o MetastoreOptions) (*Metastore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testbed: %w", err)
 	}
-	m := &Metastore{Version: v, Dir: dir, Kerberos: o.Kerberos}
+	m := &Metastore{Version: v, Dir: dir, Kerberos: o.Kerberos, TLS: o.TLS}
 	if k := o.Kerberos; k != nil && (k.KDC == nil || k.Principal == "" || k.Keytab == "") {
 		return nil, fmt.Errorf("testbed: a Kerberized metastore needs a KDC, a principal and a keytab (got %+v)", *k)
 	}
@@ -352,6 +357,9 @@ func (m *Metastore) conf() []string {
 		)
 		c = append(c, k.Conf...)
 	}
+	if t := m.TLS; t != nil {
+		c = append(c, "metastore.use.SSL=true", "metastore.keystore.path="+t.KeyStore, "metastore.keystore.password="+t.Password)
+	}
 	switch m.Version {
 	case Hive313:
 		// the default list names repl.DumpDirCleanerTask, which lives in hive-exec
@@ -442,8 +450,14 @@ func protection(k *MetastoreKerberos) string {
 // saslAnswers checks that a Kerberized metastore's SASL server runs: it sends START for a mechanism Hive does not
 // offer and expects Hive's BAD frame ("Unsupported mechanism type"), which only the serving TSaslServerTransport
 // sends.
-func saslAnswers(addr string, timeout time.Duration) error {
-	c, err := net.DialTimeout("tcp", addr, timeout)
+func saslAnswers(addr string, timeout time.Duration, useTLS bool) error {
+	var c net.Conn
+	var err error
+	if useTLS { // SASL inside TLS, as Hive serves both; the certificate is taken as it is (a liveness probe)
+		c, err = tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec
+	} else {
+		c, err = net.DialTimeout("tcp", addr, timeout)
+	}
 	if err != nil {
 		return err
 	}
@@ -500,10 +514,10 @@ func (m *Metastore) waitReady(p *jvm, logOffset int64) error {
 		}
 		var err error
 		if m.Kerberos != nil {
-			err = saslAnswers(addr, 5*time.Second)
+			err = saslAnswers(addr, 5*time.Second, m.TLS != nil)
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, err = getAllDatabases(ctx, addr, 5*time.Second)
+			_, err = getAllDatabases(ctx, addr, 5*time.Second, m.TLS != nil)
 			cancel()
 		}
 		if err == nil && !p.exited() {

@@ -86,19 +86,28 @@ func Cache() string {
 
 // Layout of the cache (written by testbed/bin/prepare.sh). lib/<v>, build/<v> and derby/<v> are symlinks to the
 // current build (<kind>/<v>.<hash>); JVMs get the resolved paths, so a rebuild never changes a running classpath.
-func libDir(v Version) string { return resolved(filepath.Join(Cache(), "lib", string(v))) }
+// A process uses the build its own Prepare made or found (pinned): another checkout sharing the cache (other
+// driver sources, another hash) re-points the symlinks to its build, which may lack this checkout's scenarios.
+func libDir(v Version) string { return buildOf("lib", v) }
 
-func driverJar(v Version) string {
-	return filepath.Join(resolved(filepath.Join(Cache(), "build", string(v))), "hmsbed-driver.jar")
-}
+func driverJar(v Version) string { return filepath.Join(buildOf("build", v), "hmsbed-driver.jar") }
 
 // icebergDir holds the jars of Iceberg's Hive catalog (and what it needs beyond libDir) for the iceberg scenario.
-func icebergDir(v Version) string {
-	return filepath.Join(resolved(filepath.Join(Cache(), "build", string(v))), "iceberg")
-}
+func icebergDir(v Version) string { return filepath.Join(buildOf("build", v), "iceberg") }
 
-func derbyTemplate(v Version) string {
-	return filepath.Join(resolved(filepath.Join(Cache(), "derby", string(v))), "metastore_db")
+func derbyTemplate(v Version) string { return filepath.Join(buildOf("derby", v), "metastore_db") }
+
+// buildOf is <kind>/<v.hash> of the build Prepare pinned, else where <kind>/<v> points now.
+func buildOf(kind string, v Version) string {
+	prepare.Lock()
+	tag := prepare.tags[v]
+	prepare.Unlock()
+	if tag != "" {
+		if dir := filepath.Join(Cache(), kind, tag); fileExists(dir) {
+			return dir
+		}
+	}
+	return resolved(filepath.Join(Cache(), kind, string(v)))
 }
 
 func runRoot() string { return filepath.Join(Cache(), "run") }
@@ -114,6 +123,7 @@ func resolved(path string) string {
 var prepare struct {
 	sync.Mutex
 	done bool
+	tags map[Version]string // the builds prepare.sh made or found ("prepare: tag <v> <v.hash>")
 }
 
 // Prepare resolves the Hive jars, builds the Java driver and the Derby schema templates, once per process and only
@@ -141,6 +151,12 @@ func Prepare() error {
 	cmd.Stderr = &out
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("testbed: %s failed (%v):\n%s", script, err, tail(out.String(), 40))
+	}
+	prepare.tags = map[Version]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) == 4 && f[0] == "prepare:" && f[1] == "tag" {
+			prepare.tags[Version(f[2])] = f[3]
+		}
 	}
 	prepare.done = true
 	return nil

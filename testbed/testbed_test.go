@@ -43,7 +43,7 @@ func TestClientsAgainstRealMetastores(t *testing.T) {
 					t.Errorf("ddl scenario reported no step %q", want)
 				}
 			}
-			dbs, err := getAllDatabases(context.Background(), m.URI[len("thrift://"):], 10*time.Second)
+			dbs, err := getAllDatabases(context.Background(), m.URI[len("thrift://"):], 10*time.Second, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestRestartKeepsData(t *testing.T) {
 	if m.URI != uri {
 		t.Fatalf("Restart moved the metastore from %s to %s", uri, m.URI)
 	}
-	dbs, err := getAllDatabases(context.Background(), fmt.Sprintf("127.0.0.1:%d", m.Port), 10*time.Second)
+	dbs, err := getAllDatabases(context.Background(), fmt.Sprintf("127.0.0.1:%d", m.Port), 10*time.Second, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestRestartKeepsData(t *testing.T) {
 	if err := m.Stop(); err != nil {
 		t.Fatalf("second Stop: %v", err)
 	}
-	if _, err := getAllDatabases(context.Background(), fmt.Sprintf("127.0.0.1:%d", m.Port), 2*time.Second); err == nil {
+	if _, err := getAllDatabases(context.Background(), fmt.Sprintf("127.0.0.1:%d", m.Port), 2*time.Second, false); err == nil {
 		t.Fatalf("metastore still answers after Stop")
 	}
 }

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -9,10 +10,15 @@ import (
 )
 
 // getAllDatabases performs one real ThriftHiveMetastore.get_all_databases call (TBinaryProtocol over a buffered
-// socket, the transport a metastore without SASL speaks) and returns the database names.
-func getAllDatabases(ctx context.Context, addr string, timeout time.Duration) ([]string, error) {
+// socket, the transport a metastore without SASL speaks; over TLS when useTLS, the metastore's certificate taken
+// as it is: this only asks whether it serves) and returns the database names.
+func getAllDatabases(ctx context.Context, addr string, timeout time.Duration, useTLS bool) ([]string, error) {
 	cfg := &thrift.TConfiguration{ConnectTimeout: timeout, SocketTimeout: timeout}
-	sock := thrift.NewTSocketConf(addr, cfg)
+	var sock thrift.TTransport = thrift.NewTSocketConf(addr, cfg)
+	if useTLS {
+		cfg.TLSConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // a liveness probe of the test's own metastore
+		sock = thrift.NewTSSLSocketConf(addr, cfg)
+	}
 	if err := sock.Open(); err != nil {
 		return nil, err
 	}

@@ -226,11 +226,20 @@ func (c *Compiler) fieldPlan(owner string, f *thriftgen.Field) (*fieldPlan, erro
 // Span is one role string found by Walk: B[Start:End] is the whole encoded
 // string including its 4-byte length; Val is its content.
 type Span struct {
-	Role       Role
 	Start, End int
 	Val        []byte
 	Path       *Plan // the struct holding the field
-	FieldID    int16
+	// Owner identifies the struct value holding the field: the offset of
+	// its first field header (spans of one struct value share it, so
+	// fields of one value can be paired, e.g. a table with its database).
+	// 32 bits keep the span (and the walker each walk allocates) as small
+	// as before it existed (an offset past 2 GiB would wrap: far beyond any
+	// server.max-message-size in use; Thrift frames themselves are 32-bit).
+	Owner   int32
+	FieldID int16
+	Role    Role
+	// Elem: the string is an element of a list or set field.
+	Elem bool
 }
 
 // Visitor receives the role spans of a walk. A pointer to a struct of the
@@ -266,14 +275,27 @@ type walker struct {
 	visit Visitor
 	span  Span
 	base  int
+	owner int32 // where the struct value being walked starts
+	elem  bool  // strings being walked are list or set elements
 }
 
 func (w *walker) emit(role Role, start, end int, val []byte, p *Plan, id int16) error {
-	w.span = Span{Role: role, Start: start - w.base, End: end - w.base, Val: val, Path: p, FieldID: id}
+	w.span = Span{Role: role, Start: start - w.base, End: end - w.base, Val: val, Path: p, FieldID: id,
+		Owner: w.owner - int32(w.base), Elem: w.elem}
 	return w.visit.Visit(&w.span)
 }
 
+// walkStruct walks one struct value, its start recorded as the owner of the
+// spans of its own fields.
 func (b *Buf) walkStruct(p *Plan, w *walker, depth int) error {
+	owner := w.owner
+	w.owner = int32(b.Pos)
+	err := b.walkFields(p, w, depth)
+	w.owner = owner
+	return err
+}
+
+func (b *Buf) walkFields(p *Plan, w *walker, depth int) error {
 	if depth > MaxDepth {
 		return perr(ErrMalformed, b.Pos, "nesting deeper than %d", MaxDepth)
 	}
@@ -337,6 +359,7 @@ func (b *Buf) walkValue(p *Plan, fp *fieldPlan, t byte, w *walker, depth int) er
 		if et != fp.elem {
 			return b.skipElems(n, depth, et)
 		}
+		w.elem = et == TString
 		for i := 0; i < n; i++ {
 			if et == TString {
 				err = b.walkString(p, fp, w)
@@ -344,9 +367,11 @@ func (b *Buf) walkValue(p *Plan, fp *fieldPlan, t byte, w *walker, depth int) er
 				err = b.walkStruct(fp.sub, w, depth+1)
 			}
 			if err != nil {
+				w.elem = false
 				return err
 			}
 		}
+		w.elem = false
 		return nil
 	case TMap:
 		kt, vt, n, err := b.MapHeader()

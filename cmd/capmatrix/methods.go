@@ -180,22 +180,6 @@ func routingNote(spec *router.Spec) (string, bool) {
 	return "by namespace; default catalog without one", false
 }
 
-// optionalReads and emptyCompatible mirror router/adapt.go (unexported
-// there). TestFallbackColumnMatchesTheRouter drives every RPC through a real
-// proxy to a backend that fails, so a drift between the two fails a test.
-var optionalReads = map[string]bool{"get_active_resource_plan": true, "get_all_resource_plans": true, "get_runtime_stats": true}
-
-func emptyCompatible(s *router.Spec) bool {
-	if s.IsWrite() || s.Method.Result == nil {
-		return false
-	}
-	switch s.Family {
-	case router.ServiceGlobalRead, router.ACIDIDBoundLifecycle, router.AdminIntrospection:
-		return true
-	}
-	return false
-}
-
 // Fallback notes (also the legend's words).
 const (
 	fallbackAnyFailure    = "empty answer on any backend failure"
@@ -206,9 +190,9 @@ func fallbackNote(spec *router.Spec) string {
 	switch {
 	case spec.Special != router.None && spec.Special != router.FanOutDatabases && spec.Special != router.FanOutTableMeta:
 		return ""
-	case optionalReads[spec.Name]:
+	case spec.EmptyOnAnyFailure():
 		return fallbackAnyFailure
-	case emptyCompatible(spec):
+	case spec.EmptyOnUnknownMethod():
 		return fallbackUnknownMethod
 	}
 	return ""

@@ -60,7 +60,7 @@ func TestCheckConfigOnAGoodFile(t *testing.T) {
 		"\n#security.server-principal=\n",                                               // no value
 		"\n# == Rate limiting [rate-limit]: implemented; off: rate-limit.enabled=false", // a feature header with its status
 		"\n#rate-limit.enabled=false\n",
-		"\n# == TLS to backends [backend-tls]: refused-until-built",
+		"\n# == Thrift compact protocol to backends [compact-protocol]: refused-until-built",
 		"\n# == View SQL rewrite [view-rewrite]: implemented",
 	} {
 		if !strings.Contains(got, want) {
@@ -94,13 +94,13 @@ management.enabled=yes
 // "refused:" line naming key and value, apart from plain errors.
 func TestCheckConfigRefusals(t *testing.T) {
 	var out, errb bytes.Buffer
-	path := writeFile(t, goodConfig(t)+"catalog.catalog2.conf.hive.metastore.use.SSL=true\ncatalog.catalog1.conf.hive.metastore.thrift.compact.protocol.enabled=true\nserver.tcp-keepalive=yes\n")
+	path := writeFile(t, goodConfig(t)+"catalog.catalog2.conf.hive.metastore.client.socket.lifetime=1h\ncatalog.catalog1.conf.hive.metastore.thrift.compact.protocol.enabled=true\nserver.tcp-keepalive=yes\n")
 	if code := run([]string{"check-config", path}, &out, &errb); code != 2 {
 		t.Fatalf("exit %d, want 2\n%s", code, out.String())
 	}
 	msg := errb.String()
 	for _, want := range []string{": INVALID\n",
-		"refused: catalog.catalog2.conf.hive.metastore.use.SSL=true: TLS to backends is not built yet",
+		"refused: catalog.catalog2.conf.hive.metastore.client.socket.lifetime=1h: Backend session recycling by age is not built yet",
 		"refused: catalog.catalog1.conf.hive.metastore.thrift.compact.protocol.enabled=true: Thrift compact protocol to backends is not built yet",
 		"error: server.tcp-keepalive=yes: not a boolean",
 	} {

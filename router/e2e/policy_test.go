@@ -170,15 +170,7 @@ func TestSelectiveExposure(t *testing.T) {
 	if strings.Join(all, ",") != "audit_log,events,orders_1" {
 		t.Fatalf("a db-level rule exposes every table of sales_*, got %v", all)
 	}
-	metas, err := c.GetTableMeta(ctx(t), "catalog2__*"+id, "*", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seen []string
-	for _, m := range metas {
-		seen = append(seen, m.DbName+"."+m.TableName)
-	}
-	sort.Strings(seen)
+	seen := tableMetaNames(t, c, "catalog2__*"+id)
 	want := []string{"catalog2__" + finance + ".audit_log", "catalog2__" + sales + ".audit_log", "catalog2__" + sales + ".events", "catalog2__" + sales + ".orders_1"}
 	if strings.Join(seen, " ") != strings.Join(want, " ") {
 		t.Fatalf("get_table_meta exposure:\n got %v\nwant %v", seen, want)
@@ -230,4 +222,19 @@ func TestAmbiguousAndNamespaceLessWritesAreRefused(t *testing.T) {
 	if n := p.Metric(t, "hms_proxy_default_catalog_routed_total", "method", "get_all_functions"); n != 1 {
 		t.Fatalf("hms_proxy_default_catalog_routed_total{method=get_all_functions} = %v", n)
 	}
+}
+
+// tableMetaNames is get_table_meta(dbPattern, "*") as sorted "db.table" names.
+func tableMetaNames(t *testing.T, c *thriftgen.Client, dbPattern string) []string {
+	t.Helper()
+	metas, err := c.GetTableMeta(ctx(t), dbPattern, "*", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, m := range metas {
+		seen = append(seen, m.DbName+"."+m.TableName)
+	}
+	sort.Strings(seen)
+	return seen
 }

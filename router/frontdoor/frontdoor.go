@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -57,6 +58,9 @@ type Config struct {
 	// Budget bounds the bytes of messages in progress over every connection
 	// sharing it, and pools the read buffers of busy connections (nil: none).
 	Budget *wire.Budget
+	// TLS, when set, is the listener's TLS (server.tls.*): every accepted
+	// connection does the handshake first; SASL (Auth) runs inside it.
+	TLS *tls.Config
 	// Auth, when set, authenticates every accepted connection before any
 	// call is read (security.mode=KERBEROS: SASL GSSAPI or DIGEST-MD5). Calls
 	// are then read only from the connection it returns. Framed transport
@@ -114,11 +118,12 @@ type Listener struct {
 }
 
 type conn struct {
-	c      net.Conn
-	busy   bool
-	src    string
-	remote string             // the client's address when it is not c's (in-process callers)
-	id     *security.Identity // an identity established before the connection reached the listener
+	c         net.Conn
+	inProcess bool // ServeConn: no socket of its own (no TLS)
+	busy      bool
+	src       string
+	remote    string             // the client's address when it is not c's (in-process callers)
+	id        *security.Identity // an identity established before the connection reached the listener
 }
 
 // New builds a listener (not yet bound).
@@ -218,7 +223,7 @@ func (l *Listener) accept() {
 // established by its own authentication (nil: anonymous). It returns when the
 // connection ends; Shutdown waits for it like for any connection.
 func (l *Listener) ServeConn(c net.Conn, remote string, id *security.Identity) {
-	cn := &conn{c: c, src: remote, remote: remote, id: id}
+	cn := &conn{c: c, src: remote, remote: remote, id: id, inProcess: true}
 	l.mu.Lock()
 	if l.closing {
 		l.mu.Unlock()
@@ -309,6 +314,9 @@ func (l *Listener) serve(cn *conn) {
 		remote = cn.c.RemoteAddr().String()
 	}
 	info := &router.ConnInfo{Remote: remote, Frontend: l.fe}
+	if l.cfg.TLS != nil && !cn.inProcess && !l.startTLS(cn, info) {
+		return
+	}
 	if cn.id != nil {
 		info.SetIdentity(cn.id) // authenticated before it reached the listener (in-process callers)
 	} else if l.cfg.Auth != nil && !l.authenticate(cn, info) {

@@ -213,6 +213,27 @@ func (p *Proxy) Metric(t testing.TB, name string, labels ...string) float64 {
 	return sum
 }
 
+// AwaitMetric waits until Metric reaches want: for counts the proxy takes
+// after the test's own step returned (the server side of a connection the
+// client already left). It fails the test after a minute.
+func (p *Proxy) AwaitMetric(t testing.TB, want float64, name string, labels ...string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got := p.Metric(t, name, labels...)
+		if got >= want {
+			if got > want {
+				t.Fatalf("%s%v = %v, want %v", name, labels, got, want)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s%v = %v after a minute, want %v", name, labels, got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // HasSeries reports whether the registry has a series of the family whose
 // labels include every given pair, whatever its value (a counter exported at
 // zero, a gauge back at 0).

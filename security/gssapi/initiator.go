@@ -94,9 +94,15 @@ func (i *Initiator) Mech(host string) (sasl.ClientMech, error) {
 	return &initiatorMech{i: i, spn: spn, realm: realm}, nil
 }
 
+// ContextDialer opens the transport SASL runs over: TCP (*net.Dialer), or
+// TLS over TCP (hive.metastore.use.SSL: Hive's client puts SASL inside TLS).
+type ContextDialer interface {
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
 // Dial returns a pool-shaped dial function: TCP, then the SASL GSSAPI
 // handshake, bounded by ctx's deadline or HandshakeTimeout.
-func (i *Initiator) Dial(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func (i *Initiator) Dial(d ContextDialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	if d == nil {
 		d = &net.Dialer{KeepAlive: 30 * time.Second}
 	}

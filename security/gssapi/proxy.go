@@ -205,10 +205,12 @@ type BackendOptions struct {
 	ConnectTimeout time.Duration
 	// HandshakeTimeout bounds dial + negotiation when the context has no deadline.
 	HandshakeTimeout time.Duration
+	// Dialer opens the transport (nil: TCP with ConnectTimeout).
+	Dialer ContextDialer
 }
 
-// BackendDial returns the catalog's pool Dial: TCP, then SASL GSSAPI as the
-// login's principal to the catalog's service principal.
+// BackendDial returns the catalog's pool Dial: TCP (or TLS, o.Dialer), then
+// SASL GSSAPI as the login's principal to the catalog's service principal.
 func BackendDial(l *Login, o BackendOptions) (func(ctx context.Context, network, addr string) (net.Conn, error), error) {
 	if o.Principal == "" {
 		return nil, errors.New("hive.metastore.kerberos.principal is required with hive.metastore.sasl.enabled=true")
@@ -220,6 +222,9 @@ func BackendDial(l *Login, o BackendOptions) (func(ctx context.Context, network,
 	in, err := NewInitiator(InitiatorOptions{Login: l, Principal: o.Principal, QOPs: qops, HandshakeTimeout: o.HandshakeTimeout})
 	if err != nil {
 		return nil, err
+	}
+	if o.Dialer != nil {
+		return in.Dial(o.Dialer), nil
 	}
 	return in.Dial(&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}), nil
 }

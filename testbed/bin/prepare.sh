@@ -104,6 +104,7 @@ prepare_version() {
   if [ -f "$marker" ] && [ "$(cat "$marker")" = "$hash" ] && [ -f "$CACHE/build/$v/hmsbed-driver.jar" ] \
      && [ -d "$CACHE/derby/$v/metastore_db" ] && [ -n "$(ls -A "$CACHE/lib/$v/" 2>/dev/null)" ]; then
     say "Hive $v: ready (cached in $CACHE)"
+    echo "prepare: tag $v $v.$hash" # testbed.Prepare pins this build for its process
     return 0
   fi
   local t0=$SECONDS tag="$v.$hash"
@@ -151,6 +152,7 @@ prepare_version() {
   for kind in lib build home derby; do publish "$kind" "$v" "$tag"; done
   echo "$hash" >"$marker.new" && mv -f "$marker.new" "$marker"
   say "Hive $v: ready in $((SECONDS - t0)) s ($(ls "$lib" | wc -l) jars, schema $info)"
+  echo "prepare: tag $v $tag" # testbed.Prepare pins this build for its process
 }
 
 for v in "${VERSIONS[@]}"; do

@@ -10,6 +10,9 @@ Config: uri, warehouse (the catalog), ns, table, location, and the scenario:
            CommitFailedException (409) reloads and retries
   read     load the table and read it back
   refused  try to create the namespace; report the exception
+  hidden   every catalog call aimed at namespace `sec` and table
+           `pub`.hid_x, which hms-proxy's exposure rules hide; report each
+           call's outcome (the exception's type and text, or its result)
   append_refused  load the existing table and try one append; report the
            exception and the table's metadata location before and after
   lifecycle  a table's whole life: namespace, table, two appends, a schema
@@ -108,6 +111,37 @@ def refused(cfg):
         return {"refused": True, "error_type": type(exc).__name__, "message": str(exc)}
 
 
+def hidden(cfg):
+    cat = catalog(cfg)
+    pub, sec = cfg["pub"], cfg["sec"]
+    out = {}
+
+    def attempt(name, call):
+        try:
+            out[name] = {"ok": repr(call())[:300]}
+        except Exception as exc:
+            out[name] = {"error_type": type(exc).__name__, "message": str(exc)[:500]}
+
+    attempt("load_namespace_properties", lambda: cat.load_namespace_properties(sec))
+    attempt("list_tables", lambda: cat.list_tables(sec))
+    attempt("update_namespace_properties", lambda: cat.update_namespace_properties(sec, updates={"k": "v"}))
+    attempt("drop_namespace", lambda: cat.drop_namespace(sec))
+    attempt("create_table_in_hidden_namespace", lambda: cat.create_table((sec, "t_new"), schema=SCHEMA))
+    attempt("load_table_in_hidden_namespace", lambda: cat.load_table((sec, "t1")))
+    attempt("drop_table_in_hidden_namespace", lambda: cat.drop_table((sec, "t1")))
+    attempt("load_table", lambda: cat.load_table((pub, "hid_x")))
+    attempt("table_exists", lambda: cat.table_exists((pub, "hid_x")))
+    attempt("drop_table", lambda: cat.drop_table((pub, "hid_x")))
+    attempt("purge_table", lambda: cat.purge_table((pub, "hid_x")))
+    attempt("rename_from_hidden", lambda: cat.rename_table((pub, "hid_x"), (pub, "vis_new")))
+    attempt("rename_onto_hidden", lambda: cat.rename_table((pub, "vis_a"), (pub, "hid_new")))
+    attempt("create_table_of_hidden_name", lambda: cat.create_table((pub, "hid_new"), schema=SCHEMA))
+    attempt("create_namespace_of_hidden_name", lambda: cat.create_namespace(sec + "_2"))
+    attempt("list_namespaces", lambda: sorted(".".join(n) for n in cat.list_namespaces()))
+    attempt("list_tables_of_visible", lambda: sorted(".".join(n) for n in cat.list_tables(pub)))
+    return out
+
+
 def append_refused(cfg):
     cat = catalog(cfg)
     tbl = cat.load_table((cfg["ns"], cfg["table"]))
@@ -149,7 +183,8 @@ def lifecycle(cfg):
             "namespace_gone": ns not in [n[0] for n in cat.list_namespaces()]}
 
 
-SCENARIOS = {"lifecycle": lifecycle, "write": write, "append": append, "read": read, "refused": refused, "append_refused": append_refused}
+SCENARIOS = {"lifecycle": lifecycle, "write": write, "append": append, "read": read, "refused": refused, "append_refused": append_refused,
+             "hidden": hidden}
 
 
 def main():

@@ -42,6 +42,7 @@ public final class Driver {
     // Iceberg's classes are on the class path for this scenario only: load them when it runs.
     SCENARIOS.put("iceberg", (steps, args) -> new IcebergScenario().run(steps, args));
     SCENARIOS.put("token", new TokenScenario());
+    SCENARIOS.put("exposure", new ExposureScenario());
   }
 
   public static void main(String[] argv) {
