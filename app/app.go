@@ -19,6 +19,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/fileio"
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/restcatalog"
@@ -54,6 +55,9 @@ type App struct {
 	restStatus  *monitoring.RESTCatalogStatus // the /readyz section; nil without the listener
 	closers     []io.Closer
 	purge       *purge.Purger // external table drop purge; nil when off
+	// Files is the file layer of every catalog (HDFS, S3, local): the REST
+	// frontend's metadata and purge, the drop purge.
+	Files *fileio.Resolver
 
 	// LogLevel, when set (cmd/hms-proxy), is the main log's level; a reload
 	// changes it to logging.level.
@@ -88,6 +92,9 @@ type TestHooks struct {
 	// as the Java proxy's shim did (no writer isolation), so a test can show
 	// the lost updates isolation prevents.
 	LockGrantAtOnce bool
+	// FileMidWrite runs halfway through every HDFS or S3 metadata write, so
+	// a test can stop the storage server mid-write.
+	FileMidWrite func(loc string)
 }
 
 // Build creates every part without binding any socket.
@@ -114,7 +121,12 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 	}
 	a.Metrics = monitoring.NewMetrics(a.Registry, table.Names())
 	a.shared = routerParts{audit: auditLog, tables: newTableMetrics(a.Registry)}
-	tables, err := tablePolicies(cfg, a.shared.tables, log, true)
+	if a.Files, err = buildFiles(cfg, log, hooks.FileMidWrite); err != nil {
+		a.closeFiles()
+		return nil, err
+	}
+	a.closers = append(a.closers, a.Files)
+	tables, err := tablePolicies(cfg, a.shared.tables, a.Files, log, true)
 	if err != nil {
 		a.closeFiles()
 		return nil, err
@@ -270,7 +282,7 @@ func (a *App) newRouter(cfg *configs.Config, tables router.TablePolicies) (*rout
 // buildRouter builds the router of a reload: the table policies again (the
 // purge pool is the one built at start).
 func (a *App) buildRouter(cfg *configs.Config) (*router.Router, error) {
-	tables, err := tablePolicies(cfg, a.shared.tables, a.Log, false)
+	tables, err := tablePolicies(cfg, a.shared.tables, a.Files, a.Log, false)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/fileio"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/restcatalog"
 	"github.com/hms-proxy/hms-proxy/router"
@@ -105,6 +106,9 @@ func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.L
 			}
 			v, ok := cc.Conf[key]
 			return v, ok
+		},
+		FileIO: func(_ context.Context, catalog, location string) (fileio.IO, error) {
+			return a.Files.For(catalog, location)
 		},
 		PurgeMode:            mode,
 		PurgeAllowedPrefixes: rc.PurgeAllowedPrefixes,

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/fileio"
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/router/guards"
 	"github.com/hms-proxy/hms-proxy/router/purge"
@@ -30,7 +31,7 @@ func newTableMetrics(reg prometheus.Registerer) tableMetrics {
 // routing.iceberg-pointer-guard.* and federation.external-table-drop-purge.*
 // with the catalogs' allowed-prefixes. A reload calls it with purge false:
 // the purge pool is built once (its keys need a restart).
-func tablePolicies(cfg *configs.Config, tm tableMetrics, log *slog.Logger, withPurge bool) (router.TablePolicies, error) {
+func tablePolicies(cfg *configs.Config, tm tableMetrics, files *fileio.Resolver, log *slog.Logger, withPurge bool) (router.TablePolicies, error) {
 	var tp router.TablePolicies
 	vr := cfg.Federation.ViewTextRewrite
 	tp.Views = viewsql.TableOptions{Mode: viewsql.ModeRewrite, PreserveOriginalText: vr.PreserveOriginalText, Metrics: tm.views}
@@ -82,7 +83,7 @@ func tablePolicies(cfg *configs.Config, tm tableMetrics, log *slog.Logger, withP
 	if len(prefixes) == 0 {
 		return tp, nil
 	}
-	if tp.Purge, err = purge.New(purge.Options{Mode: purge.BestEffort, Prefixes: prefixes, Metrics: tm.purge,
+	if tp.Purge, err = purge.New(purge.Options{Mode: purge.BestEffort, Prefixes: prefixes, Metrics: tm.purge, Files: files.For,
 		Log: func(msg string) { log.Info(msg) }}); err != nil {
 		return tp, fmt.Errorf("federation.external-table-drop-purge: %v", err)
 	}

@@ -47,7 +47,32 @@ func maskedValue(s *setting) string {
 	if s.secret() {
 		return masked
 	}
-	return s.text
+	return maskUserinfo(s.text)
+}
+
+// maskUserinfo masks the user and password of URLs in a value
+// (scheme://user:password@host...): an endpoint must not carry them, and
+// one that does must not show them.
+func maskUserinfo(v string) string {
+	if !strings.Contains(v, "@") || !strings.Contains(v, "://") {
+		return v
+	}
+	parts := strings.Split(v, ",")
+	for i, p := range parts {
+		j := strings.Index(p, "://")
+		if j < 0 {
+			continue
+		}
+		rest := p[j+3:]
+		end := strings.IndexAny(rest, "/?#")
+		if end < 0 {
+			end = len(rest)
+		}
+		if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+			parts[i] = p[:j+3] + masked + rest[at:]
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // secret: a password (a key marked so, or an open conf key whose name says
@@ -57,7 +82,8 @@ func (s *setting) secret() bool {
 		return true
 	}
 	lk := strings.ToLower(s.m.rest)
-	return hasRest(s.key.segs) && (strings.Contains(lk, "password") || strings.Contains(lk, "secret"))
+	return hasRest(s.key.segs) && (strings.Contains(lk, "password") || strings.Contains(lk, "secret") ||
+		strings.HasSuffix(lk, "access.key") || strings.HasSuffix(lk, "session.token"))
 }
 
 // shownRaw is the value as written, for a message: masked for a secret.
@@ -65,7 +91,7 @@ func (s *setting) shownRaw() string {
 	if s.secret() {
 		return masked
 	}
-	return quoteValue(s.raw)
+	return quoteValue(maskUserinfo(s.raw))
 }
 
 // Effective renders every key's effective value in .properties syntax,

@@ -36,6 +36,7 @@ func featureTable() []*feature {
 		withStatus(transactionalDDLGuardFeature(), StatusImplemented),
 		withStatus(icebergPointerGuardFeature(), StatusImplemented),
 		withStatus(dropPurgeFeature(), StatusImplemented),
+		withStatus(storageFeature(), StatusImplemented),
 		withStatus(restCatalogFeature(), StatusImplemented),
 		withStatus(rangerFeature(), StatusRefused),
 		withStatus(auditFeature(), StatusImplemented),

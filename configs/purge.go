@@ -22,6 +22,10 @@ type ExternalTableDropPurgeConfig struct {
 
 const purgePrefixes = "hms.proxy.external-table-drop-purge.allowed-prefixes"
 
+// purgeSchemes are the location schemes the drop purge deletes (package
+// fileio's file systems).
+var purgeSchemes = map[string]bool{"file": true, "hdfs": true, "s3": true, "s3a": true}
+
 func dropPurgeFeature() *feature {
 	return &feature{
 		id: "external-table-drop-purge", title: "External table drop purge",
@@ -34,9 +38,9 @@ func dropPurgeFeature() *feature {
 			}
 			for _, cat := range c.Catalogs {
 				for _, pre := range cat.DropPurgeAllowedPrefixes {
-					if u, err := url.Parse(pre); err == nil && u.Scheme != "" && !strings.EqualFold(u.Scheme, "file") {
+					if u, err := url.Parse(pre); err == nil && u.Scheme != "" && !purgeSchemes[strings.ToLower(u.Scheme)] {
 						p.fail(&Error{Key: "catalog." + cat.Name + ".conf." + purgePrefixes, Value: pre,
-							NotBuilt: true, Msg: "deleting " + u.Scheme + ":// locations is not built yet (this binary has no " + u.Scheme + " client); the drop purge deletes local paths only (/path or file:///path)"})
+							Msg: "the drop purge deletes local paths (/path or file:///path), hdfs://, s3:// and s3a:// locations; " + u.Scheme + ":// is not one of them"})
 					}
 				}
 				if len(cat.DropPurgeAllowedPrefixes) > 0 && cat.RuntimeProfile != ProfileApache313 {
@@ -53,8 +57,8 @@ func dropPurgeFeature() *feature {
 				sw: true, gate: gateNonDefault,
 				meaning: "`BEST_EFFORT` deletes a dropped external table's data in the background (only after the metadata delete succeeded; failures are logged)",
 				bind:    func(c *Config, _ match) any { return &c.Federation.ExternalTableDropPurge.Mode }},
-			hiveConfKey(purgePrefixes, "", &keyDef{typ: prefixListT{}, example: "file:///data/external/,/tmp/external/",
-				meaning: "location prefixes under which the purge may delete (recursively); keep it narrow. Local paths only: other schemes (hdfs://, s3a://) are refused at start, since no client for them is built in",
+			hiveConfKey(purgePrefixes, "", &keyDef{typ: prefixListT{}, example: "hdfs://ns1/data/external/,file:///tmp/external/",
+				meaning: "location prefixes under which the purge may delete (recursively, by path segment); keep it narrow. Local paths, `hdfs://`, `s3://` and `s3a://` (through the catalog's storage settings, docs/storage.md); other schemes are refused at start",
 				bind:    func(c *Config, m match) any { return &catalogOf(c, m).DropPurgeAllowedPrefixes }}),
 		},
 	}

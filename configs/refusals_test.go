@@ -114,7 +114,9 @@ func TestKeysThatDidNothingRefuse(t *testing.T) {
 		{key: "catalog.catalog2.conf.hive.metastore.use.SSL", value: "true",
 			also: map[string]string{"catalog.catalog2.conf.hive.metastore.truststore.path": "/etc/hive/truststore.jks"}},
 		{key: "catalog.catalog2.conf.hive.metastore.thrift.compact.protocol.enabled", value: "true", refused: true},
-		{key: "catalog.catalog1.conf.hms.proxy.external-table-drop-purge.allowed-prefixes", value: "hdfs://ns1/data/external/", refused: true,
+		{key: "catalog.catalog1.conf.hms.proxy.external-table-drop-purge.allowed-prefixes", value: "hdfs://ns1/data/external/", // built: fileio
+			also: map[string]string{"federation.external-table-drop-purge.mode": "BEST_EFFORT"}},
+		{key: "catalog.catalog1.conf.hms.proxy.external-table-drop-purge.allowed-prefixes", value: "s3a://bucket/external/,s3://bucket/ext2/",
 			also: map[string]string{"federation.external-table-drop-purge.mode": "BEST_EFFORT"}},
 		{key: "catalog.catalog1.conf.hms.proxy.external-table-drop-purge.allowed-prefixes", value: "file:///data/external/,/tmp/ext/",
 			also: map[string]string{"federation.external-table-drop-purge.mode": "BEST_EFFORT"}},

@@ -69,7 +69,7 @@ func (rc *requestCtx) prepare(ch *tableChange) *Error {
 		return nf
 	default:
 		ch.rec, ch.baseLoc = rec, rec.Parameters[paramMetadataLocation]
-		if ch.base, e = rc.h.readTableMetadata(rc.ctx, ch.baseLoc); e != nil {
+		if ch.base, e = rc.h.readTableMetadata(rc.at(ch.ref.Catalog), ch.baseLoc); e != nil {
 			return e
 		}
 	}
@@ -109,11 +109,9 @@ func (rc *requestCtx) publish(chs []*tableChange) *Error {
 	h := rc.h
 	// Clean-up runs on a context of its own: the request's may be done.
 	cleanup := func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(rc.ctx), 30*time.Second)
-		defer cancel()
 		for _, ch := range chs {
 			if ch.written && !ch.applied && !ch.unknown {
-				h.removeFile(ctx, ch.nextLoc)
+				h.removeFile(rc.at(ch.ref.Catalog), ch.nextLoc)
 			}
 		}
 	}
@@ -127,7 +125,7 @@ func (rc *requestCtx) publish(chs []*tableChange) *Error {
 			return e
 		}
 		ch.nextLoc, ch.codec = loc, codec
-		if e := h.writeFile(rc.ctx, loc, ch.next, codec); e != nil {
+		if e := h.writeFile(rc.at(ch.ref.Catalog), loc, ch.next, codec); e != nil {
 			cleanup()
 			return e
 		}

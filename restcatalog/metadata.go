@@ -5,14 +5,17 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/hms-proxy/hms-proxy/fileio"
 	"github.com/hms-proxy/hms-proxy/restcatalog/icemeta"
 )
 
@@ -24,14 +27,38 @@ func ioError(op, loc string, err error) *Error {
 	return errorf(http.StatusServiceUnavailable, typeUnavailable, "cannot %s %s: %v", op, loc, err)
 }
 
-// fileIO opens the file system of a location.
-func (h *Handler) fileIO(ctx context.Context, loc string) (icemeta.FS, *Error) {
-	fs, err := h.opts.FileIO(ctx, loc)
+// catalogKey carries the catalog whose storage settings serve a file
+// access (its conf.* keys: fs.defaultFS, fs.s3a.*, ...).
+type catalogKey struct{}
+
+// at is the request's context for file access in a catalog: the catalog's
+// storage settings, and the caller as the user of HDFS writes where the
+// catalog impersonates.
+func (rc *requestCtx) at(catalog string) context.Context {
+	return fileScope(rc.ctx, catalog, rc.caller)
+}
+
+func fileScope(ctx context.Context, catalog string, c Caller) context.Context {
+	return fileio.WithUser(context.WithValue(ctx, catalogKey{}, catalog), fileio.ShortName(c.User))
+}
+
+// fileIO opens the file system of a location, for the catalog of ctx (at).
+func (h *Handler) fileIO(ctx context.Context, loc string) (fileio.IO, *Error) {
+	catalog, _ := ctx.Value(catalogKey{}).(string)
+	fs, err := h.opts.FileIO(ctx, catalog, loc)
 	if err != nil {
 		return nil, errorf(http.StatusNotAcceptable, typeUnsupported, "this proxy has no file system for %s: %v", loc, err)
 	}
 	return fs, nil
 }
+
+// opener reads files through fs for icemeta (manifest lists, manifests).
+type opener struct {
+	ctx context.Context
+	fs  fileio.IO
+}
+
+func (o opener) Open(loc string) (io.ReadCloser, error) { return o.fs.Open(o.ctx, loc) }
 
 // readFile reads a whole metadata file, decompressing gzip and zstd (by
 // content, so a renamed file still reads).
@@ -40,7 +67,7 @@ func (h *Handler) readFile(ctx context.Context, loc string) ([]byte, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	f, err := fs.Open(loc)
+	f, err := fs.Open(ctx, loc)
 	if err != nil {
 		return nil, ioError("open metadata file", loc, err)
 	}
@@ -127,21 +154,34 @@ func (h *Handler) writeFile(ctx context.Context, loc string, v any, codec string
 	if e != nil {
 		return e
 	}
-	if err := fs.WriteFile(loc, b); err != nil {
+	if err := fs.Create(ctx, loc, b); err != nil {
+		if errors.Is(err, fileio.ErrExist) {
+			// Another writer's file: never touched.
+			return commitFailed("metadata file %s already exists; nothing was committed", loc)
+		}
+		// A write that failed may still have landed whole (an S3 PUT
+		// whose answer was lost): it is removed, or reported when it
+		// cannot be.
+		h.removeFile(ctx, loc)
 		return ioError("write metadata file", loc, err)
 	}
 	return nil
 }
 
-// removeFile deletes a metadata file the commit did not publish.
+// removeFile deletes a metadata file the commit did not publish; a file
+// that cannot be deleted is reported in the log by name (an orphan an
+// operator may delete). It runs on a context of its own: the request's
+// may be done.
 func (h *Handler) removeFile(ctx context.Context, loc string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	fs, e := h.fileIO(ctx, loc)
 	if e != nil {
-		h.log.Warn("cannot remove an unpublished metadata file", "file", loc, "err", e.Message)
+		h.log.Warn("an unpublished metadata file may remain (orphan): cannot open its file system", "file", loc, "err", e.Message)
 		return
 	}
-	if err := fs.Remove(loc); err != nil {
-		h.log.Warn("cannot remove an unpublished metadata file", "file", loc, "err", err)
+	if err := fs.Delete(ctx, loc); err != nil && !fileio.IsNotExist(err) {
+		h.log.Warn("an unpublished metadata file may remain (orphan): cannot delete it", "file", loc, "err", err)
 	}
 }
 

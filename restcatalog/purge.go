@@ -141,17 +141,24 @@ func tableFiles(fs icemeta.FS, m *icemeta.Table, metadataLoc string) ([]string, 
 	return files, nil
 }
 
-// purgeFiles deletes a dropped table's files; with ALLOWLIST every path is
-// checked again and one outside the prefixes is skipped with a warning.
-// It returns how many files were deleted and skipped.
-func (h *Handler) purgeFiles(ctx context.Context, name string, fs icemeta.FS, files []string) (deleted, skipped int, failed []string) {
+// purgeFiles deletes a dropped table's files (each through the file system
+// of its own location: data may live apart from metadata); with ALLOWLIST
+// every path is checked again and one outside the prefixes is skipped with
+// a warning. It returns how many files were deleted and skipped.
+func (h *Handler) purgeFiles(ctx context.Context, name string, files []string) (deleted, skipped int, failed []string) {
 	for _, f := range files {
 		if h.opts.PurgeMode == PurgeAllowlist && !h.allowed(f) {
 			h.log.Warn("purge skipped a file outside rest-catalog.purge.allowed-prefixes", "table", name, "file", f)
 			skipped++
 			continue
 		}
-		if err := fs.Remove(f); err != nil {
+		fs, e := h.fileIO(ctx, f)
+		if e != nil {
+			h.log.Warn("purge could not delete a file", "table", name, "file", f, "err", e.Message)
+			failed = append(failed, f)
+			continue
+		}
+		if err := fs.Delete(ctx, f); err != nil {
 			if isNotExist(err) {
 				continue
 			}
@@ -164,9 +171,7 @@ func (h *Handler) purgeFiles(ctx context.Context, name string, fs icemeta.FS, fi
 	return deleted, skipped, failed
 }
 
-func isNotExist(err error) bool {
-	return err != nil && (errors.Is(err, iofs.ErrNotExist) || strings.Contains(err.Error(), "no such file") || strings.Contains(err.Error(), "not exist") || strings.Contains(err.Error(), "NotFound"))
-}
+func isNotExist(err error) bool { return errors.Is(err, iofs.ErrNotExist) }
 
 func (h *Handler) dropTable(rc *requestCtx) (int, any, *Error) {
 	ref, name, e := rc.object("table")
@@ -191,20 +196,21 @@ func (h *Handler) dropTable(rc *requestCtx) (int, any, *Error) {
 	full := ref.Name + "." + name
 	loc := t.Parameters[paramMetadataLocation]
 	var files []string
-	var fs icemeta.FS
+	fctx := rc.at(ref.Catalog)
 	if purge {
-		m, e := h.readTableMetadata(rc.ctx, loc)
+		m, e := h.readTableMetadata(fctx, loc)
 		if e != nil {
 			return 0, nil, e
 		}
 		if e := h.purgeCheck(full, m.Location, loc); e != nil {
 			return 0, nil, e
 		}
-		if fs, e = h.fileIO(rc.ctx, loc); e != nil {
+		fs, e := h.fileIO(fctx, loc)
+		if e != nil {
 			return 0, nil, e
 		}
 		var err error
-		if files, err = tableFiles(fs, m, loc); err != nil {
+		if files, err = tableFiles(opener{fctx, fs}, m, loc); err != nil {
 			return 0, nil, errorf(http.StatusServiceUnavailable, typeUnavailable, "purge of table %s: cannot list its files, nothing dropped: %v", full, err)
 		}
 	}
@@ -216,7 +222,7 @@ func (h *Handler) dropTable(rc *requestCtx) (int, any, *Error) {
 		return 0, nil, metastoreError(err, "table "+full, noSuchTable(ref.Name, name))
 	}
 	if purge {
-		deleted, skipped, failed := h.purgeFiles(rc.ctx, full, fs, files)
+		deleted, skipped, failed := h.purgeFiles(fctx, full, files)
 		h.log.Info("purged a dropped table's files", "table", full, "catalog", ref.Catalog, "deleted", deleted, "skipped", skipped, "failed", len(failed))
 		if len(failed) > 0 {
 			return 0, nil, errorf(http.StatusInternalServerError, typeInternal,

@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hms-proxy/hms-proxy/restcatalog/icemeta"
+	"github.com/hms-proxy/hms-proxy/fileio"
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
@@ -126,9 +126,11 @@ type Options struct {
 	// catalog's iceberg.engine.hive.enabled says otherwise.
 	HiveEngineDescriptor bool
 
-	// FileIO opens the file system of a location for metadata files and
-	// purges; nil serves local files only (file: URIs and absolute paths).
-	FileIO func(ctx context.Context, location string) (icemeta.FS, error)
+	// FileIO opens the file system of a location in a catalog (whose
+	// storage settings apply) for metadata files and purges; nil serves
+	// local files only (file: URIs and absolute paths). The context names
+	// the caller (fileio.UserFrom) for file systems that impersonate.
+	FileIO func(ctx context.Context, catalog, location string) (fileio.IO, error)
 	// MaxBodyBytes bounds a request body (default 8 MiB).
 	MaxBodyBytes int64
 	// RequestTimeout bounds one request's metastore work (default 60 s).
@@ -250,8 +252,11 @@ func New(opts Options) (*Handler, error) {
 		h.opts.Hostname, _ = os.Hostname()
 	}
 	if h.opts.FileIO == nil {
-		h.opts.FileIO = func(_ context.Context, location string) (icemeta.FS, error) {
-			return icemeta.OpenFS(location)
+		h.opts.FileIO = func(_ context.Context, _, location string) (fileio.IO, error) {
+			if _, err := fileio.LocalPath(location); err != nil {
+				return nil, err
+			}
+			return fileio.Local{}, nil
 		}
 	}
 	if h.log == nil {

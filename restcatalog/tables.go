@@ -135,7 +135,7 @@ func (h *Handler) loadTable(rc *requestCtx) (int, any, *Error) {
 		return 0, nil, e
 	}
 	loc := t.Parameters[paramMetadataLocation]
-	m, e := h.readTableMetadata(rc.ctx, loc)
+	m, e := h.readTableMetadata(rc.at(ref.Catalog), loc)
 	if e != nil {
 		return 0, nil, e
 	}
@@ -395,7 +395,7 @@ func (h *Handler) registerTable(rc *requestCtx) (int, any, *Error) {
 	if _, e := rc.getDatabase(ref); e != nil {
 		return 0, nil, e
 	}
-	m, e := h.readTableMetadata(rc.ctx, req.MetadataLocation)
+	m, e := h.readTableMetadata(rc.at(ref.Catalog), req.MetadataLocation)
 	if e != nil {
 		if e.Code >= 500 {
 			e = badRequest("cannot register %s.%s: %s", ref.Name, req.Name, e.Message)
@@ -414,7 +414,7 @@ func (h *Handler) registerTable(rc *requestCtx) (int, any, *Error) {
 			return 0, nil, alreadyExists("%s.%s exists and is not an Iceberg table; overwrite replaces only Iceberg tables", ref.Name, req.Name)
 		}
 		ch.rec, ch.baseLoc = existing, existing.Parameters[paramMetadataLocation]
-		if ch.base, e = h.readTableMetadata(rc.ctx, ch.baseLoc); e != nil {
+		if ch.base, e = h.readTableMetadata(rc.at(ref.Catalog), ch.baseLoc); e != nil {
 			return 0, nil, e
 		}
 	default:

@@ -54,7 +54,7 @@ func (h *Handler) loadView(rc *requestCtx) (int, any, *Error) {
 		return 0, nil, e
 	}
 	loc := t.Parameters[paramMetadataLocation]
-	m, e := h.readViewMetadata(rc.ctx, loc)
+	m, e := h.readViewMetadata(rc.at(ref.Catalog), loc)
 	if e != nil {
 		return 0, nil, e
 	}
@@ -120,7 +120,7 @@ func (h *Handler) createView(rc *requestCtx) (int, any, *Error) {
 	if e := checkLocation("view metadata location", newLoc); e != nil {
 		return 0, nil, e
 	}
-	if e := h.writeFile(rc.ctx, newLoc, m, ""); e != nil {
+	if e := h.writeFile(rc.at(ref.Catalog), newLoc, m, ""); e != nil {
 		return 0, nil, e
 	}
 	owner := req.Properties[propOwnerOfTable]
@@ -129,16 +129,16 @@ func (h *Handler) createView(rc *requestCtx) (int, any, *Error) {
 	}
 	rec := newHMSRecord(ref.Ext, req.Name, owner, tableTypeView)
 	if e := updateViewRecord(rec, m, newLoc, "", nil); e != nil {
-		h.removeFile(rc.ctx, newLoc)
+		h.removeFile(rc.at(ref.Catalog), newLoc)
 		return 0, nil, e
 	}
 	c, e := rc.client()
 	if e != nil {
-		h.removeFile(rc.ctx, newLoc)
+		h.removeFile(rc.at(ref.Catalog), newLoc)
 		return 0, nil, e
 	}
 	if err := c.CreateTable(rc.ctx, rec); err != nil {
-		h.removeFile(rc.ctx, newLoc)
+		h.removeFile(rc.at(ref.Catalog), newLoc)
 		me := metastoreError(err, "view "+ref.Name+"."+req.Name, nil)
 		if me.Code == http.StatusConflict {
 			me = existsError("View", "View", ref.Name, req.Name)
@@ -159,7 +159,7 @@ func (h *Handler) replaceView(rc *requestCtx) (int, any, *Error) {
 	}
 	full := ref.Name + "." + name
 	baseLoc := t.Parameters[paramMetadataLocation]
-	base, e := h.readViewMetadata(rc.ctx, baseLoc)
+	base, e := h.readViewMetadata(rc.at(ref.Catalog), baseLoc)
 	if e != nil {
 		return 0, nil, e
 	}
@@ -179,13 +179,13 @@ func (h *Handler) replaceView(rc *requestCtx) (int, any, *Error) {
 	if e := checkLocation("view metadata location", newLoc); e != nil {
 		return 0, nil, e
 	}
-	if e := h.writeFile(rc.ctx, newLoc, next, ""); e != nil {
+	if e := h.writeFile(rc.at(ref.Catalog), newLoc, next, ""); e != nil {
 		return 0, nil, e
 	}
 	published := false
 	defer func() {
 		if !published {
-			h.removeFile(rc.ctx, newLoc)
+			h.removeFile(rc.at(ref.Catalog), newLoc)
 		}
 	}()
 	unqueue, err := h.queues.acquire(rc.ctx, ref.Catalog, ref.Ext, name)

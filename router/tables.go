@@ -468,7 +468,7 @@ func (t *tablePolicy) drop(ctx context.Context, x *Exchange, next Handler, m *ta
 	if x.req.status != "ok" {
 		return nil // the metastore answered with an exception: nothing was dropped
 	}
-	if _, err := t.purge.Submit(x.Cat.Name, db+"."+name, tbl); err != nil {
+	if _, err := t.purge.Submit(x.Cat.Name, db+"."+name, x.Identity().Name(), tbl); err != nil {
 		t.r.log.Warn("external table purge not queued", "catalog", x.Cat.Name, "table", db+"."+name, "err", err)
 	}
 	return nil

@@ -36,6 +36,8 @@ type Metastore struct {
 	// TLS is set when the metastore serves TLS (StartMetastoreWith).
 	TLS *MetastoreTLS
 
+	storage *MetastoreStorage
+
 	mu   sync.Mutex
 	proc *jvm
 }
@@ -46,6 +48,18 @@ type MetastoreOptions struct {
 	Kerberos *MetastoreKerberos
 	// TLS, when set, starts it with hive.metastore.use.SSL=true and the keystore (NewMetastoreKeyStore).
 	TLS *MetastoreTLS
+	// Storage puts the metastore's warehouse on another file system (HDFS, S3; testbed/storage.go).
+	Storage *MetastoreStorage
+}
+
+// MetastoreStorage are a metastore's file-system settings: Hadoop keys for metastore-site.xml and core-site.xml,
+// more jars (a folder's), jars of the Hive lib folder to leave out, more environment and JVM options.
+type MetastoreStorage struct {
+	Conf     []string // key=value, e.g. fs.defaultFS, fs.s3a.*; metastore.warehouse.dir replaces the local one
+	LibDir   string   // every jar in it goes on the class path after Hive's
+	Exclude  []string // jar file names of Hive's lib folder to leave off the class path
+	Env      []string // KEY=VALUE, e.g. KRB5CCNAME for a Kerberos ticket cache
+	JVMFlags []string
 }
 
 // MetastoreKerberos makes a Kerberized metastore: hive.metastore.sasl.enabled=true, its service principal and
@@ -131,7 +145,7 @@ func StartMetastoreWith(v Version, o MetastoreOptions) (*Metastore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testbed: %w", err)
 	}
-	m := &Metastore{Version: v, Dir: dir, Kerberos: o.Kerberos, TLS: o.TLS}
+	m := &Metastore{Version: v, Dir: dir, Kerberos: o.Kerberos, TLS: o.TLS, storage: o.Storage}
 	if k := o.Kerberos; k != nil && (k.KDC == nil || k.Principal == "" || k.Keytab == "") {
 		return nil, fmt.Errorf("testbed: a Kerberized metastore needs a KDC, a principal and a keytab (got %+v)", *k)
 	}
@@ -286,10 +300,16 @@ func (m *Metastore) initDir() error {
 	if err := os.WriteFile(filepath.Join(m.Dir, "conf", "metastore-site.xml"), siteXML(m.conf()), 0o644); err != nil {
 		return fmt.Errorf("testbed: %w", err)
 	}
+	var core []string
 	if k := m.Kerberos; k != nil {
 		// UserGroupInformation reads core-site.xml: without kerberos here Hive refuses to start a secure server
-		core := []string{"hadoop.security.authentication=kerberos", "hadoop.rpc.protection=" + protection(k)}
+		core = []string{"hadoop.security.authentication=kerberos", "hadoop.rpc.protection=" + protection(k)}
 		core = append(core, k.Conf...)
+	}
+	if st := m.storage; st != nil {
+		core = append(core, st.Conf...) // FileSystem.get reads core-site.xml
+	}
+	if len(core) > 0 {
 		if err := os.WriteFile(filepath.Join(m.Dir, "conf", "core-site.xml"), siteXML(core), 0o644); err != nil {
 			return fmt.Errorf("testbed: %w", err)
 		}
@@ -360,6 +380,9 @@ func (m *Metastore) conf() []string {
 	if t := m.TLS; t != nil {
 		c = append(c, "metastore.use.SSL=true", "metastore.keystore.path="+t.KeyStore, "metastore.keystore.password="+t.Password)
 	}
+	if st := m.storage; st != nil {
+		c = append(c, st.Conf...) // later entries win: metastore.warehouse.dir may move to HDFS
+	}
 	switch m.Version {
 	case Hive313:
 		// the default list names repl.DumpDirCleanerTask, which lives in hive-exec
@@ -411,9 +434,14 @@ func (m *Metastore) start() error {
 	if k := m.Kerberos; k != nil {
 		args = append(args, "-Djava.security.krb5.conf="+k.KDC.Krb5Conf)
 	}
-	args = append(args,
-		"-cp", filepath.Join(m.Dir, "conf")+string(filepath.ListSeparator)+filepath.Join(libDir(m.Version), "*"),
-		"org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", strconv.Itoa(m.Port))
+	cp, err := m.classpath()
+	if err != nil {
+		return err
+	}
+	if st := m.storage; st != nil {
+		args = append(args, st.JVMFlags...)
+	}
+	args = append(args, "-cp", cp, "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", strconv.Itoa(m.Port))
 	logf, err := os.OpenFile(m.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("testbed: %w", err)
@@ -425,6 +453,9 @@ func (m *Metastore) start() error {
 	cmd.Dir = m.Dir
 	cmd.Stdout = logf
 	cmd.Stderr = logf
+	if st := m.storage; st != nil && len(st.Env) > 0 {
+		cmd.Env = append(os.Environ(), st.Env...)
+	}
 	p, err := startJVM(cmd)
 	logf.Close()
 	if err != nil {
@@ -438,6 +469,37 @@ func (m *Metastore) start() error {
 	m.proc = p
 	m.mu.Unlock()
 	return nil
+}
+
+// classpath is conf, Hive's lib folder (all of it, or every jar but the excluded ones) and a storage lib folder.
+func (m *Metastore) classpath() (string, error) {
+	sep := string(filepath.ListSeparator)
+	st := m.storage
+	if st == nil {
+		return filepath.Join(m.Dir, "conf") + sep + filepath.Join(libDir(m.Version), "*"), nil
+	}
+	parts := []string{filepath.Join(m.Dir, "conf")}
+	if len(st.Exclude) == 0 {
+		parts = append(parts, filepath.Join(libDir(m.Version), "*"))
+	} else {
+		entries, err := os.ReadDir(libDir(m.Version))
+		if err != nil {
+			return "", fmt.Errorf("testbed: %w", err)
+		}
+		skip := map[string]bool{}
+		for _, e := range st.Exclude {
+			skip[e] = true
+		}
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".jar") && !skip[e.Name()] {
+				parts = append(parts, filepath.Join(libDir(m.Version), e.Name()))
+			}
+		}
+	}
+	if st.LibDir != "" {
+		parts = append(parts, filepath.Join(st.LibDir, "*"))
+	}
+	return strings.Join(parts, sep), nil
 }
 
 func protection(k *MetastoreKerberos) string {

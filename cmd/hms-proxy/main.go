@@ -269,6 +269,11 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: INVALID\n%v\n", path, err)
 		return 2
 	}
+	// The storage keys (HDFS, S3) as the start checks them.
+	if err := app.CheckStorage(cfg); err != nil {
+		fmt.Fprintf(stderr, "%s: INVALID\nerror: %v\n", path, err)
+		return 2
+	}
 	fmt.Fprintf(stdout, "%s: OK\n", path)
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stdout, "warning: %s\n", w)

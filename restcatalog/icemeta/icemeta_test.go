@@ -407,29 +407,3 @@ func TestViews(t *testing.T) {
 		t.Errorf("new view %+v", v)
 	}
 }
-
-func TestLocalFS(t *testing.T) {
-	dir := t.TempDir()
-	for _, loc := range []string{dir + "/a/b.json", "file:" + dir + "/c/d.json", "file://" + dir + "/e.json", "file://localhost" + dir + "/f.json"} {
-		fs, err := icemeta.OpenFS(loc)
-		if err != nil {
-			t.Fatalf("%s: %v", loc, err)
-		}
-		if err := fs.WriteFile(loc, []byte("{}")); err != nil {
-			t.Fatalf("%s: %v", loc, err)
-		}
-		f, err := fs.Open(loc)
-		if err != nil {
-			t.Fatalf("%s: %v", loc, err)
-		}
-		f.Close()
-		if err := fs.Remove(loc); err != nil {
-			t.Fatalf("%s: %v", loc, err)
-		}
-	}
-	for loc, want := range map[string]string{"s3://bucket/t/m.json": `scheme "s3"`, "hdfs://nn/t": `scheme "hdfs"`, "relative/p": "relative", "file://otherhost/p": "otherhost"} {
-		if _, err := icemeta.OpenFS(loc); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("OpenFS(%s) = %v, want an error containing %q", loc, err, want)
-		}
-	}
-}

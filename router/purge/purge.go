@@ -8,9 +8,11 @@
 // pool of workers (hms-proxy-drop-purge-N in the log); a failure is logged
 // and counted and never undoes the metadata delete.
 //
-// Only local file:// locations are deleted here. hdfs:// (and every other
-// scheme) is refused at start: there is no HDFS to test a client against in
-// this project, so none is claimed.
+// Locations are deleted through the proxy's file layer (package fileio):
+// local paths (through an os.Root opened at the allowed prefix), hdfs://
+// (one recursive delete at the NameNode, as the dropping user where the
+// catalog impersonates) and s3:// / s3a:// (a listed, bounded batch delete).
+// Any other scheme is refused at start.
 package purge
 
 import (
@@ -18,13 +20,14 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hms-proxy/hms-proxy/fileio"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -57,14 +60,19 @@ type Options struct {
 	Prefixes map[string][]string
 	Workers  int // default 2
 	Queue    int // queued purges at most; default 64
-	Log      func(msg string)
-	Metrics  *Metrics
+	// Files opens the file system of a location in a catalog (the
+	// proxy's fileio.Resolver); nil deletes local paths only.
+	Files func(catalog, location string) (fileio.IO, error)
+	// Timeout bounds one purge (default 10 minutes).
+	Timeout time.Duration
+	Log     func(msg string)
+	Metrics *Metrics
 }
 
 // Purger is the background purge pool.
 type Purger struct {
 	o        Options
-	prefixes map[string][]string // catalog (lower case) → cleaned absolute directories
+	prefixes map[string][]location // catalog (lower case) → allowed prefixes
 	jobs     chan job
 	mu       sync.Mutex
 	closed   bool
@@ -73,14 +81,26 @@ type Purger struct {
 }
 
 type job struct {
-	catalog, table, dir, prefix string
+	catalog, table, user string
+	dir, prefix          location
 }
 
 // New validates the options and starts the workers (none when Off). A
 // catalog with prefixes under Off, a BEST_EFFORT without any prefix, and any
-// prefix that is not an absolute local file:// directory are errors.
+// prefix that is not an absolute location of a supported scheme are errors.
 func New(o Options) (*Purger, error) {
-	p := &Purger{o: o, prefixes: map[string][]string{}, stop: make(chan struct{})}
+	p := &Purger{o: o, prefixes: map[string][]location{}, stop: make(chan struct{})}
+	if p.o.Files == nil {
+		p.o.Files = func(_, loc string) (fileio.IO, error) {
+			if _, err := fileio.LocalPath(loc); err != nil {
+				return nil, err
+			}
+			return fileio.Local{}, nil
+		}
+	}
+	if p.o.Timeout <= 0 {
+		p.o.Timeout = 10 * time.Minute
+	}
 	for cat, list := range o.Prefixes {
 		key := fmt.Sprintf("catalog.%s.conf.hms.proxy.external-table-drop-purge.allowed-prefixes", cat)
 		for _, raw := range list {
@@ -88,12 +108,15 @@ func New(o Options) (*Purger, error) {
 			if raw == "" {
 				continue
 			}
-			dir, err := localDir(raw)
+			dir, err := parseLocation(raw)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %q: %v", key, raw, err)
 			}
-			if dir == "/" {
+			if dir.path == "/" {
 				return nil, fmt.Errorf("%s: %q allows the whole file system", key, raw)
+			}
+			if _, err := p.o.Files(cat, dir.String()); err != nil {
+				return nil, fmt.Errorf("%s: %q: %v", key, raw, err)
 			}
 			p.prefixes[strings.ToLower(cat)] = append(p.prefixes[strings.ToLower(cat)], dir)
 		}
@@ -120,38 +143,61 @@ func New(o Options) (*Purger, error) {
 	return p, nil
 }
 
-// localDir turns a prefix or location into a clean absolute local path.
-// Relative paths, ".." segments, query or fragment parts and every scheme
-// but file are refused.
-func localDir(raw string) (string, error) {
+// location is a location split for comparison: the scheme ("file" for a
+// local path), the authority (NameNode, name service or bucket) and a clean
+// absolute path.
+type location struct{ scheme, authority, path string }
+
+func (l location) String() string { return l.scheme + "://" + l.authority + l.path }
+
+// parseLocation reads a prefix or a table location. Relative paths, ".."
+// and "." segments, query or fragment parts, file URLs naming another host
+// and schemes without a file system here are refused.
+func parseLocation(raw string) (location, error) {
+	if strings.HasPrefix(raw, "/") {
+		raw = "file://" + raw
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", err
+		return location{}, err
+	}
+	l := location{scheme: strings.ToLower(u.Scheme), authority: strings.ToLower(u.Host)}
+	switch l.scheme {
+	case "file":
+		if l.authority != "" && l.authority != "localhost" {
+			return location{}, fmt.Errorf("file URL with host %q", u.Host)
+		}
+		l.authority = ""
+	case "hdfs", "s3", "s3a":
+		if l.authority == "" {
+			return location{}, fmt.Errorf("%s:// location without a NameNode, name service or bucket", l.scheme)
+		}
+	case "":
+		return location{}, fmt.Errorf("not an absolute location")
+	default:
+		return location{}, fmt.Errorf("scheme %q is not supported: the purge deletes file, hdfs, s3 and s3a locations", u.Scheme)
 	}
 	switch {
-	case strings.EqualFold(u.Scheme, "hdfs") || strings.EqualFold(u.Scheme, "viewfs"):
-		return "", fmt.Errorf("scheme %s is not supported: this build deletes only local file:// paths (an HDFS client is not built in)", u.Scheme)
-	case !strings.EqualFold(u.Scheme, "file"):
-		return "", fmt.Errorf("scheme %q is not supported: only file:// paths", u.Scheme)
-	case u.Host != "" && u.Host != "localhost":
-		return "", fmt.Errorf("file URL with host %q", u.Host)
-	case u.RawQuery != "" || u.Fragment != "":
-		return "", fmt.Errorf("query or fragment in a path")
+	case u.RawQuery != "" || u.Fragment != "" || u.Opaque != "":
+		return location{}, fmt.Errorf("query or fragment in a path")
 	case !strings.HasPrefix(u.Path, "/"):
-		return "", fmt.Errorf("not an absolute path")
+		return location{}, fmt.Errorf("not an absolute path")
 	}
 	for _, seg := range strings.Split(u.Path, "/") {
 		if seg == ".." || seg == "." {
-			return "", fmt.Errorf("%q segment in the path", seg)
+			return location{}, fmt.Errorf("%q segment in the path", seg)
 		}
 	}
-	return path.Clean(u.Path), nil
+	l.path = path.Clean(u.Path)
+	return l, nil
 }
 
-// under reports whether dir is strictly below prefix, segment by segment:
-// /data/ext allows /data/ext/t but not /data/external or /data/ext itself.
-func under(dir, prefix string) bool {
-	return strings.HasPrefix(dir, prefix+"/") && len(dir) > len(prefix)+1
+// under reports whether dir is strictly below prefix, segment by segment
+// and on the same file system: /data/ext allows /data/ext/t but not
+// /data/external or /data/ext itself.
+func under(dir, prefix location) bool {
+	return dir.scheme == prefix.scheme && dir.authority == prefix.authority &&
+		strings.HasPrefix(dir.path, prefix.path+"/") && len(dir.path) > len(prefix.path)+1
 }
 
 // Decision says whether a dropped table's data will be purged, and why not.
@@ -160,11 +206,13 @@ type Decision struct {
 	Dir    string // the directory to delete
 	Prefix string // the allow-listed directory it is under
 	Reason string // why not
+
+	dir, prefix location
 }
 
 // Decide checks a Table (as read before the drop) against the rules: the
-// mode, an EXTERNAL_TABLE with external.table.purge=true, a file:// location
-// under one of the catalog's prefixes.
+// mode, an EXTERNAL_TABLE with external.table.purge=true, a location under
+// one of the catalog's prefixes.
 func (p *Purger) Decide(catalog string, tbl *wire.Value) Decision {
 	if p.o.Mode != BestEffort {
 		return Decision{Reason: "federation.external-table-drop-purge.mode is not BEST_EFFORT"}
@@ -182,13 +230,13 @@ func (p *Purger) Decide(catalog string, tbl *wire.Value) Decision {
 	if loc == "" {
 		return Decision{Reason: "no location"}
 	}
-	dir, err := localDir(loc)
+	dir, err := parseLocation(loc)
 	if err != nil {
 		return Decision{Reason: fmt.Sprintf("location %q: %v", loc, err)}
 	}
 	for _, pre := range p.prefixes[strings.ToLower(catalog)] {
 		if under(dir, pre) {
-			return Decision{OK: true, Dir: dir, Prefix: pre}
+			return Decision{OK: true, Dir: dir.String(), Prefix: pre.String(), dir: dir, prefix: pre}
 		}
 	}
 	return Decision{Reason: fmt.Sprintf("location %q is under no allowed prefix of catalog %s", loc, catalog)}
@@ -209,11 +257,12 @@ func stringParam(m *wire.Value, key string) string {
 // errClosed: Submit after Close.
 var errClosed = errors.New("purge: shutting down, not accepted")
 
-// Submit queues the purge of a dropped table (see the package contract). It
-// returns the decision; a table that is not eligible is logged and counted,
+// Submit queues the purge of a dropped table (see the package contract);
+// user is who dropped it (HDFS deletes run as that user where the catalog
+// impersonates; "" for the proxy itself). It returns the decision; a table that is not eligible is logged and counted,
 // not an error. A full queue or a closed purger is an error (the purge is
 // skipped and logged).
-func (p *Purger) Submit(catalog, table string, tbl *wire.Value) (Decision, error) {
+func (p *Purger) Submit(catalog, table, user string, tbl *wire.Value) (Decision, error) {
 	d := p.Decide(catalog, tbl)
 	if !d.OK {
 		if p.o.Mode == BestEffort {
@@ -230,7 +279,7 @@ func (p *Purger) Submit(catalog, table string, tbl *wire.Value) (Decision, error
 		return d, errClosed
 	}
 	select {
-	case p.jobs <- job{catalog: catalog, table: table, dir: d.Dir, prefix: d.Prefix}:
+	case p.jobs <- job{catalog: catalog, table: table, user: user, dir: d.dir, prefix: d.prefix}:
 		return d, nil
 	default:
 		p.logf("purge of %s (%s) in catalog %s skipped: %d purges already queued", table, d.Dir, catalog, p.o.Queue)
@@ -249,7 +298,7 @@ func (p *Purger) worker(name string) {
 			continue
 		default:
 		}
-		if err := remove(j.prefix, j.dir); err != nil {
+		if err := p.remove(j); err != nil {
 			p.logf("%s: purge of %s (%s) in catalog %s failed: %v", name, j.table, j.dir, j.catalog, err)
 			p.o.Metrics.inc(j.catalog, "failed")
 			continue
@@ -259,20 +308,20 @@ func (p *Purger) worker(name string) {
 	}
 }
 
-// remove deletes dir below prefix through an os.Root opened at the prefix:
-// no path component may leave the prefix, a symlink is removed as a link and
-// never followed.
-func remove(prefix, dir string) error {
-	root, err := os.OpenRoot(prefix)
+// remove deletes a job's directory through its file system, which keeps
+// the deletion below the prefix (locally an os.Root opened at the prefix:
+// no path component may leave it, a symlink is removed as a link and never
+// followed).
+func (p *Purger) remove(j job) error {
+	ctx, cancel := context.WithTimeout(context.Background(), p.o.Timeout)
+	defer cancel()
+	ctx = fileio.WithUser(ctx, j.user)
+	fs, err := p.o.Files(j.catalog, j.dir.String())
 	if err != nil {
 		return err
 	}
-	defer root.Close()
-	rel := strings.TrimPrefix(dir, prefix+"/")
-	if _, err := root.Lstat(rel); err != nil {
-		return err // a missing directory is reported, not silently "purged"
-	}
-	return root.RemoveAll(rel)
+	_, err = fs.RemoveTree(ctx, j.prefix.String(), j.dir.String())
+	return err // a missing directory is reported, not silently "purged"
 }
 
 // Close stops accepting purges; running ones finish (Close waits for them

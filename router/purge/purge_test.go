@@ -86,12 +86,12 @@ func TestPurgeDeletesExactlyTheAllowedTree(t *testing.T) {
 		{"hdfs://nn/" + ext, "true", "EXTERNAL_TABLE", false},
 		{"file://" + filepath.Join(ext, "escape", "x"), "true", "EXTERNAL_TABLE", true}, // allowed by name, stopped by os.Root
 	} {
-		d, err := p.Submit("catalog2", "sales.t", extTable(c.loc, c.purge, c.typ))
+		d, err := p.Submit("catalog2", "sales.t", "", extTable(c.loc, c.purge, c.typ))
 		if err != nil || d.OK != c.ok {
 			t.Errorf("%s purge=%s %s: %+v %v", c.loc, c.purge, c.typ, d, err)
 		}
 	}
-	if d, _ := p.Submit("catalog1", "sales.t", extTable("file://"+tbl, "true", "EXTERNAL_TABLE")); d.OK {
+	if d, _ := p.Submit("catalog1", "sales.t", "", extTable("file://"+tbl, "true", "EXTERNAL_TABLE")); d.OK {
 		t.Error("another catalog's allow-list applied")
 	}
 	// The purges run in the background: wait for both (bounded).
@@ -124,7 +124,7 @@ func TestPurgeDeletesExactlyTheAllowedTree(t *testing.T) {
 	if !strings.Contains(l.all(), "hms-proxy-drop-purge-") {
 		t.Errorf("workers not named in the log:\n%s", l.all())
 	}
-	if _, err := p.Submit("catalog2", "sales.t", extTable("file://"+tbl, "true", "EXTERNAL_TABLE")); err == nil {
+	if _, err := p.Submit("catalog2", "sales.t", "", extTable("file://"+tbl, "true", "EXTERNAL_TABLE")); err == nil {
 		t.Error("Submit after Close accepted")
 	}
 }
@@ -147,7 +147,7 @@ func TestCloseFinishesRunningAndSkipsQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range dirs {
-		if _, err := p.Submit("c", "db.t", extTable("file://"+d, "true", "EXTERNAL_TABLE")); err != nil {
+		if _, err := p.Submit("c", "db.t", "", extTable("file://"+d, "true", "EXTERNAL_TABLE")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -180,11 +180,13 @@ func TestOptionsAreValidated(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{Options{Mode: BestEffort, Prefixes: map[string][]string{"c2": {"hdfs://ns/data/ext/"}}}, "HDFS client is not built in"},
-		{Options{Mode: BestEffort, Prefixes: map[string][]string{"c2": {"s3a://b/x"}}}, "only file://"},
+		// without Options.Files only local paths have a file system
+		{Options{Mode: BestEffort, Prefixes: map[string][]string{"c2": {"hdfs://ns/data/ext/"}}}, `scheme "hdfs" is not a local file`},
+		{Options{Mode: BestEffort, Prefixes: map[string][]string{"c2": {"s3a://b/x"}}}, `scheme "s3a" is not a local file`},
+		{Options{Mode: BestEffort, Prefixes: map[string][]string{"c2": {"viewfs://ns/x"}}}, `scheme "viewfs" is not supported`},
+		{Options{Mode: BestEffort, Prefixes: map[string][]string{"c2": {"hdfs:///data/ext"}}}, "without a NameNode"},
 		{Options{Mode: BestEffort, Prefixes: map[string][]string{"c2": {"file:///data/../etc"}}}, `".." segment`},
 		{Options{Mode: BestEffort, Prefixes: map[string][]string{"c2": {"file:///"}}}, "whole file system"},
-		{Options{Mode: BestEffort, Prefixes: map[string][]string{"c2": {"/data/ext"}}}, "only file://"},
 		{Options{Mode: BestEffort}, "needs catalog.<name>"},
 		{Options{Prefixes: map[string][]string{"c2": {"file:///data/ext"}}}, "mode is not BEST_EFFORT"},
 	} {
@@ -200,7 +202,7 @@ func TestOptionsAreValidated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := off.Submit("c", "t", extTable("file:///x/y", "true", "EXTERNAL_TABLE")); d.OK {
+	if d, _ := off.Submit("c", "t", "", extTable("file:///x/y", "true", "EXTERNAL_TABLE")); d.OK {
 		t.Error("Off purged")
 	}
 	if err := off.Close(context.Background()); err != nil {
