@@ -7,11 +7,14 @@
 # Results: bench/results/{results.json,results.md,latency.svg,gobench.txt,profiles/}.
 #
 # Environment:
-#   BENCH_BUDGET   time budget of `hms-bench run` (default 8m; the whole target stays under 10 minutes)
+#   BENCH_BUDGET   time budget of `hms-bench run` (default 11m, counted from the start: it includes waiting
+#                  for the test bed's lock)
 #   BENCH_QUICK=1  a short smoke run (fewer, shorter rounds)
-#   BENCH_NO_PEER=1  leave out the Waggle Dance 3.13.3 peer (otherwise its jar is fetched once into
+#   BENCH_NO_PEER=1  leave out the peers: Waggle Dance 3.13.3 (otherwise its jar is fetched once into
 #                  $HMS_PROXY_CACHE/m2 with Maven and its loopback bind shim is built with gcc; when either is
-#                  not obtainable the run goes on without it and says why in its notes)
+#                  not obtainable the run goes on without it and says why in its notes) and the Java HMS Proxy
+#   BENCH_JAVA_PROXY_JAR  the Java HMS Proxy's runnable fat jar, built by the operator outside this repository
+#                  (this repository never builds it); unset, the run goes on without that peer and says so
 #   BENCH_REPLICAS_BUDGET  time budget of the scale-out phase (`hms-bench replicas`, default 3m): HAProxy over
 #                  1, 2 and 3 replicas; BENCH_NO_REPLICAS=1 leaves it out
 #   HMS_PROXY_CACHE  cache root (default <repo>/.cache); binaries and scratch files go to $CACHE/bench
@@ -44,9 +47,10 @@ echo "== go micro-benchmark: one proxied call, allocations per call, strict vs l
 } | tee "$WORK/gobench.txt"
 grep '^Benchmark' "$WORK/gobench.txt" > "$OUT/gobench.txt" || true
 
-ARGS=(run -out "$OUT" -work "$WORK" -bin "$BIN" -budget "${BENCH_BUDGET:-8m}" -gobench "$WORK/gobench.txt")
+ARGS=(run -out "$OUT" -work "$WORK" -bin "$BIN" -budget "${BENCH_BUDGET:-11m}" -gobench "$WORK/gobench.txt")
 if [ "${BENCH_QUICK:-}" = 1 ]; then ARGS+=(-quick); fi
 if [ "${BENCH_NO_PEER:-}" = 1 ]; then ARGS+=(-no-peer); fi
+ARGS+=(-java-proxy-jar "${BENCH_JAVA_PROXY_JAR:-}")
 echo "== hms-bench ${ARGS[*]}"
 "$BIN/hms-bench" "${ARGS[@]}"
 

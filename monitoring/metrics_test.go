@@ -56,6 +56,8 @@ func TestMetricsNamesLabelsAndValues(t *testing.T) {
 	m.BackendFallback("get_table", "APACHE_3_1_3", "HORTONWORKS_3_1_0_3_1_0_78")
 	m.RoutingAmbiguous()
 	m.DefaultCatalogRouted("get_table")
+	m.DefaultCatalogRouted("get_table") // the cached counter counts on
+	m.DefaultCatalogRouted("no_such_rpc")
 	m.FilteredObjects("get_all_tables", "catalog1", "table", 2)
 	m.FilteredObjects("get_all_tables", "catalog1", "table", 0)
 	m.SessionAcquireTimeout("catalog1", OperationBorrow)
@@ -65,6 +67,11 @@ func TestMetricsNamesLabelsAndValues(t *testing.T) {
 	m.FrontendConnectionOpened("primary")
 	m.FrontendConnectionClosed("primary")
 	m.BadFrame("primary", "oversized")
+	m.FrontendInFlight("primary", 1)
+	m.FrontendInFlight("primary", 1)
+	m.FrontendInFlight("primary", 1)
+	m.FrontendInFlight("primary", -1)
+	m.FrontendInFlight("rest", 1)
 
 	got := gather(t, reg)
 	want := map[string]float64{
@@ -79,7 +86,10 @@ func TestMetricsNamesLabelsAndValues(t *testing.T) {
 		"hms_proxy_backend_failures_total{backend=catalog1,exception=MetaException}":                                                    1,
 		"hms_proxy_backend_fallback_total{method=get_table,from_api=APACHE_3_1_3,to_api=HORTONWORKS_3_1_0_3_1_0_78}":                    1,
 		"hms_proxy_routing_ambiguous_total{}":                                                                                           1,
-		"hms_proxy_default_catalog_routed_total{method=get_table}":                                                                      1,
+		"hms_proxy_default_catalog_routed_total{method=get_table}":                                                                      2,
+		"hms_proxy_default_catalog_routed_total{method=other}":                                                                          1,
+		"hms_proxy_frontend_inflight_calls{frontend=primary}":                                                                           2,
+		"hms_proxy_frontend_inflight_calls{frontend=rest}":                                                                              1,
 		"hms_proxy_filtered_objects_total{method=get_all_tables,catalog=catalog1,object_type=table}":                                    2,
 		"hms_proxy_backend_session_acquire_timeouts_total{catalog=catalog1,operation=borrow}":                                           1,
 		"hms_proxy_rate_limited_total{dimension=principal,scope=default,method=get_table,method_family=metadata_read,catalog=catalog1}": 1,

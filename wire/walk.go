@@ -322,6 +322,9 @@ func (b *Buf) walkFields(p *Plan, w *walker, depth int) error {
 			fp = p.field(id)
 		}
 		if fp == nil || fp.wire != t {
+			if b.skipLeaf(t) {
+				continue
+			}
 			if err := b.Skip(t, depth+1); err != nil {
 				return err
 			}

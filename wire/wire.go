@@ -136,7 +136,20 @@ type Buf struct {
 	max int
 }
 
+// need makes n bytes from Pos readable. The test that they already are is
+// small enough to be inlined into its callers; a negative n, filling from
+// the stream and the errors are out of line (needMore). The primitives a
+// walk calls per field (FieldHeader, length) test their bytes themselves:
+// a walk of a reply calls them a few times per field, and a function call
+// per primitive cost more than the reading.
 func (b *Buf) need(n int) error {
+	if uint(n) <= uint(len(b.B)-b.Pos) { // a negative n is a huge uint
+		return nil
+	}
+	return b.needMore(n)
+}
+
+func (b *Buf) needMore(n int) error {
 	if n < 0 {
 		return perr(ErrMalformed, b.Pos, "negative length %d", n)
 	}
@@ -196,6 +209,19 @@ func (b *Buf) Double() (float64, error) {
 }
 
 func (b *Buf) length(what string) (int, error) {
+	if p := b.Pos; uint(p)+4 <= uint(len(b.B)) {
+		n := int32(binary.BigEndian.Uint32(b.B[p:]))
+		if n >= 0 && (b.Limit > 0 && int(n) <= b.Limit || b.Limit <= 0 && b.src == nil && int(n) <= len(b.B)) {
+			b.Pos = p + 4
+			return int(n), nil
+		}
+	}
+	return b.lengthMore(what)
+}
+
+// lengthMore is length's slow path: the length still to come from the
+// stream, or one to refuse.
+func (b *Buf) lengthMore(what string) (int, error) {
 	n, err := b.I32()
 	if err != nil {
 		return 0, err
@@ -253,6 +279,14 @@ func (b *Buf) MapHeader() (k, v byte, n int, err error) {
 
 // FieldHeader reads a field header; t == TStop ends the struct.
 func (b *Buf) FieldHeader() (t byte, id int16, err error) {
+	if p := b.Pos; uint(p)+3 <= uint(len(b.B)) {
+		if t = b.B[p]; t == TStop {
+			b.Pos = p + 1
+			return t, 0, nil
+		}
+		b.Pos = p + 3
+		return t, int16(binary.BigEndian.Uint16(b.B[p+1:])), nil
+	}
 	if t, err = b.Byte(); err != nil || t == TStop {
 		return
 	}
@@ -307,6 +341,9 @@ func (b *Buf) Skip(t byte, depth int) error {
 			if ft == TStop {
 				return nil
 			}
+			if b.skipLeaf(ft) {
+				continue
+			}
 			if err := b.Skip(ft, depth+1); err != nil {
 				return err
 			}
@@ -350,12 +387,34 @@ func (b *Buf) skipElems(n, depth int, types ...byte) error {
 	}
 	for i := 0; i < n; i++ {
 		for _, t := range types {
+			if b.skipLeaf(t) {
+				continue
+			}
 			if err := b.Skip(t, depth+1); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// skipLeaf skips a string that lies wholly in the buffer within Limit,
+// reporting whether it did (anything else, and every error, is Skip's).
+// Small enough to be inlined into the loops that skip fields and elements:
+// strings are most of what a metastore object holds, and a call per string
+// cost more than skipping it. (Fixed-width values are left to Skip, whose
+// arithmetic is as short as the call.)
+func (b *Buf) skipLeaf(t byte) bool {
+	p := b.Pos
+	if t != TString || uint(p)+4 > uint(len(b.B)) {
+		return false
+	}
+	end := p + 4 + int(binary.BigEndian.Uint32(b.B[p:]))
+	if end-p-4 > b.Limit || end > len(b.B) {
+		return false
+	}
+	b.Pos = end
+	return true
 }
 
 // ParseHeader parses a message envelope (strict or old non-strict).

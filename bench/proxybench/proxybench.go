@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -22,6 +21,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/app"
 	"github.com/hms-proxy/hms-proxy/bench/instant"
 	"github.com/hms-proxy/hms-proxy/bench/msg"
+	"github.com/hms-proxy/hms-proxy/bench/peer"
 	"github.com/hms-proxy/hms-proxy/bench/workload"
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
@@ -110,14 +110,7 @@ func Start(props map[string]string, log io.Writer) (*app.App, error) {
 }
 
 // FreePort asks the kernel for a free loopback port.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+func FreePort() (int, error) { return peer.FreePort() }
 
 // SyntheticReplies builds, without a metastore, the replies a Hive 3.1.3
 // metastore gives to every workload's calls on data d (same shapes: a
@@ -162,6 +155,10 @@ func SyntheticReplies(d workload.Data) (instant.Replies, error) {
 	for _, k := range []int{1, 8, 64} {
 		tables = append(tables, d.AddTable(k))
 	}
+	var metas []*thriftgen.TableMeta
+	for _, t := range tables {
+		metas = append(metas, &thriftgen.TableMeta{DbName: d.DB, TableName: t, TableType: "EXTERNAL_TABLE", CatName: &hive})
+	}
 	added := int32(workload.PartsPerAdd)
 	r := instant.Replies{}
 	add := func(method string, res thrift.TStruct) error {
@@ -178,6 +175,8 @@ func SyntheticReplies(d workload.Data) (instant.Replies, error) {
 	}{
 		{"get_table", &thriftgen.GetTableMethodResult{Success: table(d.TableGet, workload.TableColumns, false)}},
 		{"get_all_databases", &thriftgen.GetAllDatabasesResult{Success: []string{"default", d.DB}}},
+		{"get_databases", &thriftgen.GetDatabasesResult{Success: []string{d.DB}}},
+		{"get_table_meta", &thriftgen.GetTableMetaResult{Success: metas}},
 		{"get_all_tables", &thriftgen.GetAllTablesResult{Success: tables}},
 		{"get_partitions_by_names", &thriftgen.GetPartitionsByNamesMethodResult{Success: some}},
 		{"get_partitions", &thriftgen.GetPartitionsResult{Success: all}},

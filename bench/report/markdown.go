@@ -21,6 +21,8 @@ const (
 	ProxyHive2Cache = "proxy-hive-2cat-cached" // the same with routing.database-list-cache.* set
 	ProxyHive4Cache = "proxy-hive-4cat-cached" // ProxyHive4 with routing.database-list-cache.* set
 	WaggleHive      = "waggle-dance-hive"      // client -> Waggle Dance 3.13.3 (PREFIXED, 2 metastores) -> Hive
+	JavaHive2       = "java-proxy-hive-2cat"   // client -> the Java HMS Proxy, 2 catalogs on the 2 metastores
+	JavaHive4       = "java-proxy-hive-4cat"   // client -> the Java HMS Proxy, 4 catalogs on the 2 metastores
 	// The Kerberized front door (security.mode=KERBEROS, SASL GSSAPI) in front of the instant backend, at QOP
 	// auth and auth-conf: get_table only, in the same rounds as ProxyInstant.
 	ProxyInstantKrbAuth = "proxy-instant-krb-auth"
@@ -28,7 +30,33 @@ const (
 )
 
 // fanOutSetups are the rows of the fan-out table, in order.
-var fanOutSetups = []string{DirectHive, ProxyHive2, ProxyHive2Cache, ProxyHive4, ProxyHive4Cache, WaggleHive}
+var fanOutSetups = []string{DirectHive, ProxyHive, ProxyHive2, ProxyHive2Cache, ProxyHive4, ProxyHive4Cache, JavaHive2, JavaHive4, WaggleHive}
+
+// proxyCols are the columns of the peer table: which setup serves a
+// single-catalog workload, and which one a fan-out over n catalogs.
+type proxyCols struct {
+	name   string
+	single string
+	byCats map[int]string
+}
+
+// columns returns hms-proxy and the peers that ran, in that order.
+func (r *Results) columns() []proxyCols {
+	cols := []proxyCols{{name: "hms-proxy", single: ProxyHive, byCats: map[int]string{2: ProxyHive2, 4: ProxyHive4}}}
+	known := map[string]proxyCols{
+		WaggleHive: {single: WaggleHive, byCats: map[int]string{2: WaggleHive}},
+		JavaHive2:  {single: JavaHive2, byCats: map[int]string{2: JavaHive2, 4: JavaHive4}},
+	}
+	for _, pi := range r.Meta.Peers {
+		for _, k := range pi.Setups {
+			if c, ok := known[k]; ok {
+				c.name = strings.TrimSpace(pi.Name + " " + pi.Version)
+				cols = append(cols, c)
+			}
+		}
+	}
+	return cols
+}
 
 func mib(kib int64) string {
 	if kib == 0 {
@@ -157,6 +185,7 @@ func (r *Results) Markdown(svgName string) string {
 	}
 
 	r.peerSection(p)
+	r.uncachedFanOutSection(p)
 	r.fanOutSection(p)
 
 	p("\n## hms-proxy vs a plain TCP forwarder, instant backend (load fixture)\n\n")
@@ -301,37 +330,123 @@ func ratio(a, b *Cell) string {
 	return f2(a.CPUusPerCall / b.CPUusPerCall)
 }
 
-// peerSection compares hms-proxy with Waggle Dance on the single-catalog
-// workloads (both route them to metastore 1).
+// peerSection puts hms-proxy and the peers that ran side by side on the
+// real metastores: one column per proxy, one row per workload and
+// concurrency (a fan-out once per number of catalogs), CPU per call with its
+// ratio to hms-proxy's, and p50 / p99.
 func (r *Results) peerSection(p func(string, ...any)) {
-	var rows [][]*Cell
-	var ws []string
-	var ks []int
+	cols := r.columns()
+	if len(cols) < 2 {
+		return
+	}
+	type row struct {
+		name  string
+		k     int
+		cells []*Cell
+	}
+	var rows []row
 	for _, w := range workloadsOf(r) {
-		if strings.HasPrefix(w, "fanout") {
-			continue
+		fan := strings.HasPrefix(w, "fanout")
+		cats := []int{0}
+		if fan {
+			cats = []int{2, 4}
 		}
-		for _, k := range concsOf(r) {
-			if c := r.Cell(w, WaggleHive, k); c != nil {
-				rows = append(rows, []*Cell{r.Cell(w, DirectHive, k), r.Cell(w, ProxyHive, k), c})
-				ws, ks = append(ws, w), append(ks, k)
+		for _, n := range cats {
+			for _, k := range concsOf(r) {
+				rw := row{name: w, k: k}
+				if fan {
+					rw.name = fmt.Sprintf("%s, %d catalogs", w, n)
+				}
+				peerSeen := false
+				for i, c := range cols {
+					key := c.single
+					if fan {
+						key = c.byCats[n]
+					}
+					cell := r.Cell(w, key, k)
+					peerSeen = peerSeen || i > 0 && cell != nil
+					rw.cells = append(rw.cells, cell)
+				}
+				if peerSeen {
+					rows = append(rows, rw)
+				}
 			}
 		}
 	}
 	if len(rows) == 0 {
 		return
 	}
-	p("\n## hms-proxy vs Waggle Dance %s, real Hive 3.1.3 metastore\n\n", r.Meta.Peer)
-	p("Waggle Dance (Expedia's metastore federation proxy, a JVM) runs PREFIXED federation over the same two metastores\n")
-	p("(primary = metastore 1, unprefixed; metastore 2 as `catalog2_`), measured in the same interleaved rounds as direct\n")
-	p("access and hms-proxy (here with one catalog on metastore 1); both send these calls to metastore 1. CPU and RSS are\n")
-	p("those of the proxy process (the Waggle Dance JVM: %s).\n\n", r.Meta.PeerJVM)
-	p("| Workload | Conns | direct p50 / p99 | hms-proxy p50 / p99 | Waggle Dance p50 / p99 | ops/s direct / hms-proxy / WD | CPU µs/call hms-proxy / WD | RSS MiB hms-proxy / WD | errors |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
-	for i, row := range rows {
-		a, b, c := row[0], row[1], row[2]
-		p("| %s | %d | %s | %s | %s | %s / %s / %s | %s / %s | %s / %s | %s |\n", ws[i], ks[i], lat2(a), lat2(b), lat2(c),
-			tput(a), tput(b), tput(c), cpu(b), cpu(c), rss(b), rss(c), errs(a, b, c))
+	p("\n## hms-proxy and its peers, real Hive 3.1.3 metastores\n\n")
+	p("The same calls through each proxy in the same interleaved rounds: CPU µs per client call of the proxy process\n")
+	p("(its ratio to hms-proxy's in parentheses), then p50 / p99 ms. Single-catalog workloads go to metastore 1 through\n")
+	p("every proxy (hms-proxy with 1 catalog, the peers with their default catalog or primary metastore); a fan-out row\n")
+	p("asks 2 or 4 catalogs (4: metastores 1, 2, 1, 2). JVMs:")
+	for _, pi := range r.Meta.Peers {
+		p(" %s `%s`;", pi.Name, pi.JVM)
+	}
+	p(" each got the same short warm-up per workload as the metastores.\n\n")
+	p("| Workload | Conns |")
+	for _, c := range cols {
+		p(" %s |", c.name)
+	}
+	p("\n|---|---:|")
+	for range cols {
+		p("---:|")
+	}
+	p("\n")
+	for _, rw := range rows {
+		p("| %s | %d |", rw.name, rw.k)
+		base := rw.cells[0]
+		for i, c := range rw.cells {
+			switch {
+			case c == nil:
+				p(" - |")
+			case c.Skipped != "":
+				p(" skipped |")
+			case i > 0 && base != nil && base.CPUusPerCall > 0 && c.CPUusPerCall > 0:
+				p(" %s (%s×) · %s |", cpu(c), f2(c.CPUusPerCall/base.CPUusPerCall), lat2(c))
+			default:
+				p(" %s · %s |", cpu(c), lat2(c))
+			}
+		}
+		p("\n")
+	}
+	p("| max RSS MiB | |")
+	for _, c := range cols {
+		var m int64
+		for _, cell := range r.Cells {
+			if cell.Setup == c.single || cell.Setup == c.byCats[2] || cell.Setup == c.byCats[4] {
+				m = max(m, cell.RSSMaxKiB)
+			}
+		}
+		p(" %s |", mib(m))
+	}
+	p("\n")
+}
+
+// uncachedFanOutSection: each fan-out against N single-catalog calls of the
+// same request and against the peers' fan-out.
+func (r *Results) uncachedFanOutSection(p func(string, ...any)) {
+	if len(r.FanOuts) == 0 {
+		return
+	}
+	p("\n## Uncached fan-out against N single-catalog calls\n\n")
+	p("CPU µs per client call of the proxy process. \"1 catalog\" is the same request through the 1-catalog hms-proxy in\n")
+	p("the same rounds (one backend call); \"÷ N×1\" is the fan-out's CPU over N times that (goal: at most 1.3); \"÷ Java\" is\n")
+	p("hms-proxy's over the Java HMS Proxy's with the same catalogs (goal: below 1). `get_databases` asks `%s`; the Java\n", "hmsbench*")
+	p("HMS Proxy sends that pattern to every backend, hms-proxy to the default catalog's and matches the other catalogs'\n")
+	p("external (prefixed) names itself. `get_table_meta` asks `*`, `*` of every catalog in both.\n\n")
+	p("| Workload | Backend | Catalogs | Conns | 1 catalog | N catalogs | ÷ N×1 | Java HMS Proxy | ÷ Java | Waggle Dance |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	opt := func(v float64) string {
+		if v == 0 {
+			return "-"
+		}
+		return f2(v)
+	}
+	for _, f := range r.FanOuts {
+		p("| %s | %s | %d | %d | %s | %s | %s | %s | %s | %s |\n", f.Workload, f.Group, f.Catalogs, f.Concurrency,
+			opt(f.Single), opt(f.Proxy), opt(f.PerN), opt(f.Java), opt(f.ProxyToJava), opt(f.Waggle))
 	}
 }
 

@@ -151,22 +151,46 @@ type Target struct {
 
 // Meta describes the run.
 type Meta struct {
-	Started     time.Time `json:"started"`
-	DurationS   float64   `json:"duration_s"`
-	GitCommit   string    `json:"git_commit"`
-	Tree        string    `json:"proxy_sources"` // clean, or the uncommitted files of the proxy that were built`
-	GoVersion   string    `json:"go_version"`
-	CPUs        int       `json:"cpus"`
-	CPUModel    string    `json:"cpu_model"`
-	Kernel      string    `json:"kernel"`
-	LoadBefore  string    `json:"loadavg_before"`
-	LoadAfter   string    `json:"loadavg_after"`
-	Hive        string    `json:"hive"`
-	MetastoreJV string    `json:"metastore_jvm_opts"`
-	Quick       bool      `json:"quick"`
-	Peer        string    `json:"peer,omitempty"`          // the benchmark's peer proxy, e.g. "3.13.3"; "" when it did not run
-	PeerJVM     string    `json:"peer_jvm_opts,omitempty"` // its JVM options
-	ListCache   string    `json:"list_cache,omitempty"`    // whether this build's proxy serves the database list cache
+	Started     time.Time  `json:"started"`
+	DurationS   float64    `json:"duration_s"`
+	GitCommit   string     `json:"git_commit"`
+	Tree        string     `json:"proxy_sources"` // clean, or the uncommitted files of the proxy that were built`
+	GoVersion   string     `json:"go_version"`
+	CPUs        int        `json:"cpus"`
+	CPUModel    string     `json:"cpu_model"`
+	Kernel      string     `json:"kernel"`
+	LoadBefore  string     `json:"loadavg_before"`
+	LoadAfter   string     `json:"loadavg_after"`
+	Hive        string     `json:"hive"`
+	MetastoreJV string     `json:"metastore_jvm_opts"`
+	Quick       bool       `json:"quick"`
+	Peers       []PeerInfo `json:"peers,omitempty"`      // the peer proxies that ran
+	ListCache   string     `json:"list_cache,omitempty"` // whether this build's proxy serves the database list cache
+}
+
+// PeerInfo is one peer proxy of the run (a JVM program measured in the same
+// rounds as hms-proxy).
+type PeerInfo struct {
+	Name    string   `json:"name"`
+	Version string   `json:"version"`
+	JVM     string   `json:"jvm_opts"`
+	Setups  []string `json:"setups"`
+}
+
+// FanOut compares one uncached fan-out over N catalogs with N times the same
+// request through a 1-catalog hms-proxy, and with the peers' fan-out over N
+// catalogs, in proxy CPU per client call (µs; 0: not measured).
+type FanOut struct {
+	Workload    string  `json:"workload"`
+	Group       string  `json:"backend"` // "hive" (real metastores) or "instant"
+	Catalogs    int     `json:"catalogs"`
+	Concurrency int     `json:"concurrency"`
+	Single      float64 `json:"cpu_us_single_catalog"`
+	Proxy       float64 `json:"cpu_us_proxy"`
+	PerN        float64 `json:"proxy_over_n_single"` // Proxy / (Catalogs x Single): the goal is <= 1.3
+	Java        float64 `json:"cpu_us_java_proxy,omitempty"`
+	ProxyToJava float64 `json:"proxy_over_java,omitempty"` // the goal is < 1
+	Waggle      float64 `json:"cpu_us_waggle_dance,omitempty"`
 }
 
 // Results is everything one run produced.
@@ -176,6 +200,7 @@ type Results struct {
 	Cells     []*Cell    `json:"cells"`
 	Ratios    []Ratio    `json:"proxy_vs_direct_hive"`
 	Overheads []Overhead `json:"proxy_vs_forwarder_instant"`
+	FanOuts   []FanOut   `json:"fanout_vs_single"`
 	Memory    []MemPoint `json:"memory_probe"`
 	Allocs    []Alloc    `json:"allocations"`
 	GoBench   []string   `json:"go_benchmark,omitempty"`

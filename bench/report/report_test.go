@@ -81,30 +81,41 @@ func TestMarkdownListsCellsAndSkips(t *testing.T) {
 	}
 }
 
-// The peer and fan-out tables appear when their setups were measured.
+// The peer and fan-out tables appear when their setups were measured: one
+// column per proxy that ran, a fan-out row per number of catalogs.
 func TestMarkdownPeerAndFanOutTables(t *testing.T) {
 	r := sample()
-	if md := r.Markdown(""); strings.Contains(md, "Waggle Dance") || strings.Contains(md, "## Fan-out") {
+	if md := r.Markdown(""); strings.Contains(md, "Waggle Dance") || strings.Contains(md, "## Fan-out") || strings.Contains(md, "its peers") {
 		t.Fatal("peer or fan-out table without their setups")
 	}
-	r.Meta.Peer, r.Meta.PeerJVM, r.Meta.ListCache = "3.13.3", "-Xmx1g", "**This build does not serve the database list cache yet**"
-	add := func(w, setup string, k int, ms int, rss int64) {
-		c := &Cell{Workload: w, Setup: setup, Concurrency: k, RPCsPerOp: 1, CPUusPerCall: 42, RSSMaxKiB: rss}
+	r.Meta.ListCache = "**This build does not serve the database list cache yet**"
+	r.Meta.Peers = []PeerInfo{{Name: "Waggle Dance", Version: "3.13.3", JVM: "-Xmx1g", Setups: []string{WaggleHive}},
+		{Name: "Java HMS Proxy", Version: "0.1.161-a111dd3f", JVM: "-Xmx1g", Setups: []string{JavaHive2, JavaHive4}}}
+	add := func(w, setup string, k int, ms int, cpu float64, rss int64) {
+		c := &Cell{Workload: w, Setup: setup, Concurrency: k, RPCsPerOp: 1, CPUusPerCall: cpu, RSSMaxKiB: rss}
 		for j := 0; j < 10; j++ {
 			c.Lat = append(c.Lat, time.Duration(ms)*time.Millisecond)
 		}
 		c.Finish(time.Second)
 		r.Cells = append(r.Cells, c)
 	}
-	add("get_table", WaggleHive, 8, 3, 400<<10)
+	r.Cell("get_table", ProxyHive, 8).CPUusPerCall = 21
+	add("get_table", WaggleHive, 8, 3, 42, 400<<10)
+	add("get_table", JavaHive2, 8, 3, 63, 300<<10)
 	for _, s := range fanOutSetups {
-		add("fanout_get_all_databases", s, 1, 2, 30<<10)
+		add("fanout_get_all_databases", s, 1, 2, 42, 30<<10)
 	}
+	r.FanOuts = []FanOut{{Workload: "fanout_get_table_meta", Group: "hive", Catalogs: 4, Concurrency: 8, Single: 10, Proxy: 60, PerN: 1.5, Java: 50, ProxyToJava: 1.2}}
 	md := r.Markdown("")
-	for _, want := range []string{"## hms-proxy vs Waggle Dance 3.13.3, real Hive 3.1.3 metastore",
-		"| get_table | 8 | 4.00 / 7.92 | 8.00 / 15.8 | 3.00 / 3.00 | 100 / 100 / 10.0 | - / 42.0 | - / 400.0 | 0 |",
+	for _, want := range []string{"## hms-proxy and its peers, real Hive 3.1.3 metastores",
+		"| Workload | Conns | hms-proxy | Waggle Dance 3.13.3 | Java HMS Proxy 0.1.161-a111dd3f |",
+		"| get_table | 8 | 21.0 · 8.00 / 15.8 | 42.0 (2.00×) · 3.00 / 3.00 | 63.0 (3.00×) · 3.00 / 3.00 |",
+		"| fanout_get_all_databases, 2 catalogs | 1 | 42.0 · 2.00 / 2.00 | 42.0 (1.00×) · 2.00 / 2.00 | 42.0 (1.00×) · 2.00 / 2.00 |",
+		"| fanout_get_all_databases, 4 catalogs | 1 | 42.0 · 2.00 / 2.00 | - | 42.0 (1.00×) · 2.00 / 2.00 |",
+		"| max RSS MiB | | 30.0 | 400.0 | 300.0 |",
+		"| fanout_get_table_meta | hive | 4 | 8 | 10.0 | 60.0 | 1.50 | 50.0 | 1.20 | - |",
 		"## Fan-out: get_all_databases over 2 and 4 catalogs, cached and uncached", "does not serve the database list cache yet",
-		"| `proxy-hive-4cat-cached` | 1 | 2.00 / 2.00 / 2.00 | 10.0 | 42.0 | 30.0 | 0 |", "| `waggle-dance-hive` | 1 |"} {
+		"| `proxy-hive-4cat-cached` | 1 | 2.00 / 2.00 / 2.00 | 10.0 | 42.0 | 30.0 | 0 |", "| `waggle-dance-hive` | 1 |", "| `java-proxy-hive-4cat` | 1 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("results.md lacks %q:\n%s", want, md)
 		}

@@ -17,6 +17,8 @@ var setupStyle = []struct{ key, color, label string }{
 	{ProxyHive2, "#bcbd22", "hms-proxy, 2 catalogs on Hive"},
 	{ProxyHive4Cache, "#aec7e8", "hms-proxy, 4 catalogs, list cache set"},
 	{WaggleHive, "#000000", "Waggle Dance 3.13.3 to Hive"},
+	{JavaHive2, "#8c6d31", "Java HMS Proxy, 2 catalogs on Hive"},
+	{JavaHive4, "#e7969c", "Java HMS Proxy, 4 catalogs on Hive"},
 	{DirectInstant, "#2ca02c", "direct to instant backend"},
 	{FwdInstant, "#7f7f7f", "TCP forwarder to instant"},
 	{ProxyInstant, "#ff7f0e", "hms-proxy to instant"},

@@ -23,7 +23,7 @@ func (s *suite) derive() {
 	worst, worstAt, met, total := 0.0, "", 0, 0
 	for _, w := range workload.All {
 		proxy := ProxyHive
-		if w == workload.FanOutDatabases {
+		if workload.IsFanOut(w) {
 			proxy = ProxyHive4
 		}
 		for _, k := range concs {
@@ -36,7 +36,7 @@ func (s *suite) derive() {
 			if f := r.Cell(w, FwdHive, k); ok(f) {
 				x.FwdP50 = ratio(f.P50ms, a.P50ms)
 			}
-			if w != workload.FanOutDatabases {
+			if !workload.IsFanOut(w) {
 				m := x.P50 <= 1.05
 				x.MeetsTarget = &m
 				total++
@@ -79,6 +79,7 @@ func (s *suite) derive() {
 			}
 		}
 	}
+	s.deriveFanOut()
 	var cpu, lat []string
 	cpuMet, latMet, n := true, true, 0
 	for _, o := range r.Overheads {
@@ -100,4 +101,80 @@ func (s *suite) derive() {
 				Measured: fmt.Sprintf("%.1f MiB, %d goroutines", float64(m.RSSKiB)/1024, m.Goroutines), Met: m.RSSKiB <= 64*1024})
 		}
 	}
+}
+
+// deriveFanOut compares every uncached fan-out with N single-catalog calls
+// of the same request (the 1-catalog proxy, same rounds) and with the peers
+// over the same catalogs, and checks issue 25's two fan-out goals on the
+// real metastores.
+func (s *suite) deriveFanOut() {
+	r := s.res
+	type group struct {
+		name, single string
+		byCats       map[int]string
+		java         map[int]string
+		waggle       map[int]string
+	}
+	groups := []group{
+		{"hive", ProxyHive, map[int]string{2: ProxyHive2, 4: ProxyHive4}, map[int]string{2: JavaHive2, 4: JavaHive4}, map[int]string{2: WaggleHive}},
+		{"instant", ProxyInstant, map[int]string{4: ProxyInstant4}, nil, nil},
+	}
+	var perN, toJava []report.FanOut
+	for _, g := range groups {
+		for _, w := range workload.FanOuts {
+			for _, n := range []int{2, 4} {
+				for _, k := range concs {
+					one, fan := r.Cell(w, g.single, k), r.Cell(w, g.byCats[n], k)
+					if !ok(one) || !ok(fan) || one.CPUusPerCall == 0 || fan.CPUusPerCall == 0 {
+						continue
+					}
+					f := report.FanOut{Workload: w, Group: g.name, Catalogs: n, Concurrency: k, Single: one.CPUusPerCall,
+						Proxy: fan.CPUusPerCall, PerN: ratio(fan.CPUusPerCall, float64(n)*one.CPUusPerCall)}
+					if j := r.Cell(w, g.java[n], k); ok(j) && j.CPUusPerCall > 0 {
+						f.Java, f.ProxyToJava = j.CPUusPerCall, ratio(fan.CPUusPerCall, j.CPUusPerCall)
+					}
+					if wd := r.Cell(w, g.waggle[n], k); ok(wd) {
+						f.Waggle = wd.CPUusPerCall
+					}
+					r.FanOuts = append(r.FanOuts, f)
+					if g.name == "hive" {
+						perN = append(perN, f)
+						if f.Java > 0 {
+							toJava = append(toJava, f)
+						}
+					}
+				}
+			}
+		}
+	}
+	worst := func(fs []report.FanOut, v func(report.FanOut) float64, limit float64, strict bool) (string, bool) {
+		if len(fs) == 0 {
+			return "", false
+		}
+		met, hi, at := 0, 0.0, ""
+		for _, f := range fs {
+			x := v(f)
+			if x < limit || !strict && x == limit {
+				met++
+			}
+			if x > hi {
+				hi, at = x, fmt.Sprintf("%s, %d catalogs, %d connections", f.Workload, f.Catalogs, f.Concurrency)
+			}
+		}
+		return fmt.Sprintf("%d of %d cells; highest %.2f (%s)", met, len(fs), hi, at), met == len(fs)
+	}
+	const cells = "get_all_databases, get_databases(pattern), get_table_meta over 2 and 4 catalogs at 1, 8 and 64 connections"
+	m, met := worst(perN, func(f report.FanOut) float64 { return f.PerN }, 1.3, false)
+	if m == "" {
+		m = "not measured (no fan-out cell with its single-catalog reference)"
+	}
+	r.Targets = append(r.Targets, report.Target{Goal: "uncached fan-out CPU per call <= 1.3 x N x the same call through the 1-catalog proxy (" + cells + ")",
+		Measured: m, Met: met})
+	m, met = worst(toJava, func(f report.FanOut) float64 { return f.ProxyToJava }, 1, true)
+	if m == "" {
+		m = "not measured: the Java HMS Proxy did not run (see the notes)"
+	} else {
+		m = "hms-proxy / Java HMS Proxy below 1 in " + m
+	}
+	r.Targets = append(r.Targets, report.Target{Goal: "uncached fan-out CPU per call below the Java HMS Proxy's (same cells)", Measured: m, Met: met})
 }

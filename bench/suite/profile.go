@@ -24,8 +24,14 @@ type ProfileArgs struct {
 	Workload string
 	Out      string
 	Dur      time.Duration
-	Conc     int
+	Conc     int // client connections (default 4)
 	MaxOps   int
+	Catalogs int    // catalogs of the proxy, each on the instant backend (default 1)
+	Tag      string // file name stem of the profiles (default: the workload's name)
+	// Contention adds mutex and block profiles (<tag>.mutex.prof,
+	// <tag>.block.prof): every contended lock and every blocking wait of
+	// the process, the load generator's and the instant backend's included.
+	Contention bool
 }
 
 // MemProfileRate is the allocation sampling rate of the profile helper (one
@@ -45,6 +51,16 @@ func Profile(a ProfileArgs, w io.Writer) error {
 	if a.MaxOps < 1 {
 		a.MaxOps = 2_000_000
 	}
+	if a.Catalogs < 1 {
+		a.Catalogs = 1
+	}
+	if a.Tag == "" {
+		a.Tag = a.Workload
+	}
+	backends := make([]string, a.Catalogs)
+	for i := range backends {
+		backends[i] = "thrift://" + a.Instant
+	}
 	port, err := proxybench.FreePort()
 	if err != nil {
 		return err
@@ -59,7 +75,7 @@ func Profile(a ProfileArgs, w io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 	app, err := proxybench.Start(proxybench.Props(proxybench.ProxyConfig{Port: port, MgmtPort: mport,
-		Backends: []string{"thrift://" + a.Instant}, PoolSize: 64, Audit: true, Dir: tmp}), os.Stderr)
+		Backends: backends, PoolSize: 64, Audit: true, Dir: tmp}), os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -110,20 +126,41 @@ func Profile(a ProfileArgs, w io.Writer) error {
 		return err
 	}
 	runtime.ReadMemStats(&m1)
-	cpuName := a.Workload + ".cpu.prof"
-	allocName := a.Workload + ".alloc.prof"
+	cpuName := a.Tag + ".cpu.prof"
+	allocName := a.Tag + ".alloc.prof"
 	f, err := os.Create(filepath.Join(a.Out, cpuName))
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if a.Contention {
+		runtime.SetMutexProfileFraction(1)
+		runtime.SetBlockProfileRate(1)
+	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return err
 	}
 	nProxy, err := run(proxyAddr, bounds)
 	pprof.StopCPUProfile()
+	if a.Contention {
+		runtime.SetMutexProfileFraction(0)
+		runtime.SetBlockProfileRate(0)
+	}
 	if err != nil {
 		return err
+	}
+	if a.Contention {
+		for _, k := range []string{"mutex", "block"} {
+			pf, err := os.Create(filepath.Join(a.Out, a.Tag+"."+k+".prof"))
+			if err != nil {
+				return err
+			}
+			err = pprof.Lookup(k).WriteTo(pf, 0)
+			pf.Close()
+			if err != nil {
+				return err
+			}
+		}
 	}
 	runtime.ReadMemStats(&m2)
 	af, err := os.Create(filepath.Join(a.Out, allocName))

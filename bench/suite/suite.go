@@ -20,11 +20,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/bench/instant"
+	"github.com/hms-proxy/hms-proxy/bench/javaproxy"
 	"github.com/hms-proxy/hms-proxy/bench/load"
+	"github.com/hms-proxy/hms-proxy/bench/peer"
 	"github.com/hms-proxy/hms-proxy/bench/proc"
 	"github.com/hms-proxy/hms-proxy/bench/proxybench"
 	"github.com/hms-proxy/hms-proxy/bench/report"
@@ -41,8 +44,11 @@ type Options struct {
 	Budget  time.Duration // the whole run, start to results
 	Quick   bool          // a short smoke run (fewer, shorter rounds)
 	GoBench string        // file with `go test -bench` output to include
-	NoPeer  bool          // leave out the Waggle Dance peer
-	Log     func(format string, args ...any)
+	NoPeer  bool          // leave out the peers (Waggle Dance, the Java HMS Proxy)
+	// JavaProxyJar is the Java HMS Proxy's prebuilt fat jar ($BENCH_JAVA_PROXY_JAR);
+	// "" leaves that peer out (the notes say so).
+	JavaProxyJar string
+	Log          func(format string, args ...any)
 }
 
 // Setup keys.
@@ -60,6 +66,8 @@ const (
 	ProxyHive2Cache = report.ProxyHive2Cache
 	ProxyHive4Cache = report.ProxyHive4Cache
 	WaggleHive      = report.WaggleHive
+	JavaHive2       = report.JavaHive2
+	JavaHive4       = report.JavaHive4
 )
 
 // listCache are the keys of the cached fan-out setups.
@@ -72,7 +80,8 @@ var concs = []int{1, 8, 64}
 
 // realOrder runs add_partitions, by far the slowest on a real metastore, last.
 var realOrder = []string{workload.GetTable, workload.GetAllDatabases, workload.GetAllTables, workload.GetPartitionsByNames,
-	workload.GetPartitions, workload.CreateDropTable, workload.FanOutDatabases, workload.AddPartitions}
+	workload.GetPartitions, workload.CreateDropTable, workload.FanOutDatabases, workload.FanOutGetDatabases,
+	workload.FanOutTableMeta, workload.AddPartitions}
 
 // sortCells puts the cells in report order (workload.All, then concurrency).
 func (s *suite) sortCells() {
@@ -229,7 +238,9 @@ func (s *suite) run() error {
 				}
 			}
 		case workload.FanOutDatabases:
-			setups = []string{DirectInstant, FwdInstant, ProxyInstant4}
+			setups = []string{DirectInstant, FwdInstant, ProxyInstant, ProxyInstant4}
+		case workload.FanOutGetDatabases, workload.FanOutTableMeta:
+			setups = []string{DirectInstant, ProxyInstant, ProxyInstant4}
 		}
 		s.measureWorkload(w, setups, instEnd, true)
 	}
@@ -243,15 +254,21 @@ func (s *suite) run() error {
 	s.phase("warm up the metastore JIT")
 	realEnd := s.deadline.Add(-50 * time.Second)
 	for _, w := range realOrder {
+		// A fan-out's single-catalog reference is the same request through
+		// the 1-catalog proxy, in the same rounds.
 		setups := []string{DirectHive, ProxyHive}
 		switch w {
 		case workload.GetTable, workload.GetAllDatabases, workload.GetAllTables, workload.GetPartitionsByNames:
 			setups = append(setups, FwdHive)
 		case workload.FanOutDatabases:
-			setups = []string{DirectHive, ProxyHive2, ProxyHive2Cache, ProxyHive4, ProxyHive4Cache}
+			setups = append(setups, ProxyHive2, ProxyHive2Cache, ProxyHive4, ProxyHive4Cache)
+		case workload.FanOutGetDatabases, workload.FanOutTableMeta:
+			setups = append(setups, ProxyHive2, ProxyHive4)
 		}
-		if s.setups[WaggleHive] != nil {
-			setups = append(setups, WaggleHive)
+		for _, k := range []string{WaggleHive, JavaHive2, JavaHive4} {
+			if s.setups[k] != nil && (k != JavaHive4 || workload.IsFanOut(w)) {
+				setups = append(setups, k)
+			}
 		}
 		s.measureWorkload(w, setups, realEnd, false)
 		if w == workload.AddPartitions {
@@ -309,8 +326,8 @@ func (s *suite) record(addr, dir string) error {
 		return nil
 	}
 	for _, w := range []string{workload.GetTable, workload.GetAllDatabases, workload.GetAllTables,
-		workload.GetPartitionsByNames, workload.GetPartitions} {
-		if err := keep(w, append([]byte(nil), s.reqs.Static[w]...)); err != nil {
+		workload.GetPartitionsByNames, workload.GetPartitions, workload.FanOutGetDatabases, workload.FanOutTableMeta} {
+		if err := keep(workload.Methods(w)[0], append([]byte(nil), s.reqs.Static[w]...)); err != nil {
 			return err
 		}
 	}
@@ -383,13 +400,10 @@ func (s *suite) startHelpers(ms []*testbed.Metastore, repliesDir string) error {
 	}
 	add(ProxyHive2Cache, "hms-proxy, 2 catalogs, database list cache set", "as the 2-catalog proxy, with routing.database-list-cache.ttl-ms=60000", p.Addr, p)
 	s.res.Meta.ListCache = s.listCacheServed(p)
-	if !s.opt.NoPeer {
-		if wd, err := s.startPeer(ms); err != nil {
-			s.note("Waggle Dance %s peer left out: %v", waggle.Version, err)
-		} else {
-			add(WaggleHive, "Waggle Dance "+waggle.Version+" to Hive 3.1.3", "client -> Waggle Dance (PREFIXED: primary metastore 1, catalog2_ -> metastore 2) -> the same metastore", wd.Addr, wd)
-			s.res.Meta.Peer, s.res.Meta.PeerJVM = waggle.Version, strings.Join(waggle.JVMOptions, " ")
-		}
+	if s.opt.NoPeer {
+		s.note("the peers (Waggle Dance %s, the %s) were left out (-no-peer, BENCH_NO_PEER=1)", waggle.Version, javaproxy.Name)
+	} else {
+		s.startPeers(ms, add)
 	}
 	add(DirectInstant, "(e) direct to the instant backend", "client -> instant backend (load fixture)", s.instant.Addr, nil)
 	add(FwdInstant, "(d) TCP forwarder to the instant backend", "client -> tcpfwd -> instant backend", fw.Addr, fw)
@@ -627,8 +641,8 @@ func (s *suite) measureWorkload(w string, keys []string, end time.Time, instantG
 // warmUp runs the read workloads for a short while on both real setups, so
 // that the metastore's JIT compiles the paths the measurement takes.
 func (s *suite) warmUp() {
-	// About 0.7 s per (workload, setup) job (0.27 s when quick): 8 s for the
-	// 11 jobs of direct and hms-proxy, more with the peer.
+	// About 0.7 s per (workload, setup) job (0.27 s when quick): 11 s for the
+	// 16 jobs of direct and hms-proxy, more with the peers.
 	per := 8 * time.Second / 11
 	if s.opt.Quick {
 		per = 3 * time.Second / 11
@@ -640,12 +654,21 @@ func (s *suite) warmUp() {
 		jobs = append(jobs, job{w, DirectHive}, job{w, ProxyHive})
 	}
 	// The second metastore serves only the fan-out: warm it up too.
-	jobs = append(jobs, job{workload.FanOutDatabases, ProxyHive4}, job{workload.FanOutDatabases, ProxyHive2})
-	if s.setups[WaggleHive] != nil { // a JVM: its JIT needs the same warm-up as the metastore's
-		for _, w := range ws {
-			jobs = append(jobs, job{w, WaggleHive})
+	for _, w := range workload.FanOuts {
+		jobs = append(jobs, job{w, ProxyHive4}, job{w, ProxyHive2})
+	}
+	// A peer is a JVM: its JIT needs the same warm-up as the metastore's.
+	for _, k := range []string{WaggleHive, JavaHive2} {
+		if s.setups[k] != nil {
+			for _, w := range append(append([]string(nil), ws...), workload.FanOuts...) {
+				jobs = append(jobs, job{w, k})
+			}
 		}
-		jobs = append(jobs, job{workload.FanOutDatabases, WaggleHive})
+	}
+	if s.setups[JavaHive4] != nil {
+		for _, w := range workload.FanOuts {
+			jobs = append(jobs, job{w, JavaHive4})
+		}
 	}
 	for _, j := range jobs {
 		w, k := j.w, j.setup
@@ -751,6 +774,74 @@ func (s *suite) memoryProbe() error {
 	return nil
 }
 
+// startPeers starts the peer proxies at once (each JVM takes tens of
+// seconds to start on a loaded machine): Waggle Dance over the two
+// metastores, and the Java HMS Proxy with 2 and with 4 catalogs when its
+// jar is given. A peer that cannot start is left out with a note.
+func (s *suite) startPeers(ms []*testbed.Metastore, add func(key, title, path, addr string, meter *proc.Child)) {
+	var wd, j2, j4 *proc.Child
+	var wdErr, j2Err, j4Err error
+	jar, jarErr := javaproxy.Jar(s.opt.JavaProxyJar)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); wd, wdErr = s.startPeer(ms) }()
+	if jarErr == nil {
+		java := func(name string, backends []string) (*proc.Child, error) {
+			return javaproxy.Start(name, javaproxy.Config{Jar: jar, Dir: filepath.Join(s.opt.Work, name), Backends: backends}, 4*time.Minute)
+		}
+		wg.Add(2)
+		go func() { defer wg.Done(); j2, j2Err = java(JavaHive2, []string{ms[0].URI, ms[1].URI}) }()
+		go func() {
+			defer wg.Done()
+			j4, j4Err = java(JavaHive4, []string{ms[0].URI, ms[1].URI, ms[0].URI, ms[1].URI})
+		}()
+	}
+	wg.Wait()
+	if wdErr != nil {
+		s.note("Waggle Dance %s peer left out: %v", waggle.Version, wdErr)
+	} else {
+		add(WaggleHive, "Waggle Dance "+waggle.Version+" to Hive 3.1.3", "client -> Waggle Dance (PREFIXED: primary metastore 1, catalog2_ -> metastore 2) -> the same metastore", wd.Addr, wd)
+		s.loopbackNote("Waggle Dance "+waggle.Version, wd)
+		s.res.Meta.Peers = append(s.res.Meta.Peers, report.PeerInfo{Name: "Waggle Dance", Version: waggle.Version,
+			JVM: strings.Join(waggle.JVMOptions, " "), Setups: []string{WaggleHive}})
+	}
+	if jarErr != nil {
+		s.note("the %s peer left out: %v", javaproxy.Name, jarErr)
+		return
+	}
+	info := report.PeerInfo{Name: javaproxy.Name, Version: javaproxy.Version(jar), JVM: strings.Join(javaproxy.JVMOptions, " ")}
+	for _, j := range []struct {
+		key, title, path string
+		c                *proc.Child
+		err              error
+	}{
+		{JavaHive2, "2 catalogs on 2 Hive 3.1.3", "client -> Java HMS Proxy (catalog1 -> metastore 1, the default; catalog2 -> metastore 2)", j2, j2Err},
+		{JavaHive4, "4 catalogs on 2 Hive 3.1.3", "client -> Java HMS Proxy (catalog1,3 -> metastore 1; catalog2,4 -> metastore 2)", j4, j4Err},
+	} {
+		if j.err != nil {
+			s.note("the %s peer with %s left out: %v", javaproxy.Name, j.title, j.err)
+			continue
+		}
+		add(j.key, javaproxy.Name+" "+info.Version+", "+j.title, j.path, j.c.Addr, j.c)
+		info.Setups = append(info.Setups, j.key)
+		s.loopbackNote(javaproxy.Name+" ("+j.key+")", j.c)
+	}
+	if len(info.Setups) > 0 {
+		s.res.Meta.Peers = append(s.res.Meta.Peers, info)
+	}
+}
+
+// loopbackNote records where a peer listens (its start checked that every
+// listening socket is on loopback).
+func (s *suite) loopbackNote(name string, c *proc.Child) {
+	ls, _ := peer.Listeners(c.Pid())
+	var addrs []string
+	for _, l := range ls {
+		addrs = append(addrs, l.Addr.String())
+	}
+	s.note("%s listens only on loopback (checked in /proc/%d/net/tcp and tcp6): %s", name, c.Pid(), strings.Join(addrs, ", "))
+}
+
 // startPeer starts Waggle Dance over the two metastores: the jar from the
 // cache (fetched with Maven the first time), the loopback shim built with
 // gcc, and a check that it listens on loopback only.
@@ -770,12 +861,6 @@ func (s *suite) startPeer(ms []*testbed.Metastore) (*proc.Child, error) {
 	if err != nil {
 		return nil, err
 	}
-	ls, _ := waggle.Listeners(wd.Pid())
-	var addrs []string
-	for _, l := range ls {
-		addrs = append(addrs, l.Addr.String())
-	}
-	s.note("Waggle Dance %s listens only on loopback (checked in /proc/%d/net/tcp and tcp6): %s", waggle.Version, wd.Pid(), strings.Join(addrs, ", "))
 	return wd, nil
 }
 

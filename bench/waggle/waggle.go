@@ -16,7 +16,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,8 +23,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/bench/peer"
 	"github.com/hms-proxy/hms-proxy/bench/proc"
-	"github.com/hms-proxy/hms-proxy/wire"
 )
 
 // Version and Maven coordinates of the peer.
@@ -69,7 +68,7 @@ func Obtain(ctx context.Context, cache string) (string, error) {
 		"dependency:get", "-Dartifact="+Artifact, "-Dtransitive=false")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("fetching %s from Maven Central: %v: %s", Artifact, err, tail(string(out), 8))
+		return "", fmt.Errorf("fetching %s from Maven Central: %v: %s", Artifact, err, peer.Tail(string(out), 8))
 	}
 	if _, err := os.Stat(jar); err != nil {
 		return "", fmt.Errorf("mvn dependency:get %s succeeded but %s is missing", Artifact, jar)
@@ -93,7 +92,7 @@ func BuildShim(ctx context.Context, dir string) (string, error) {
 	so := filepath.Join(dir, "bind_loopback.so")
 	out, err := exec.CommandContext(ctx, gcc, "-shared", "-fPIC", "-O2", "-Wall", "-o", so, src, "-ldl").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("gcc bind_loopback.c: %v: %s", err, tail(string(out), 8))
+		return "", fmt.Errorf("gcc bind_loopback.c: %v: %s", err, peer.Tail(string(out), 8))
 	}
 	return so, nil
 }
@@ -143,85 +142,23 @@ func Start(c Config, timeout time.Duration) (*proc.Child, error) {
 	if c.Jar == "" || c.Shim == "" || c.Primary == "" {
 		return nil, errors.New("waggle: Jar, Shim and Primary are required")
 	}
-	java := c.Java
-	if java == "" {
-		java = "java"
-	}
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	web, err := freePort()
+	ports, err := peer.FreePorts(2) // Thrift, and its Spring web endpoint (actuator; default 18000)
 	if err != nil {
 		return nil, err
 	}
 	server, fed := filepath.Join(c.Dir, "waggle-dance-server.yml"), filepath.Join(c.Dir, "waggle-dance-federation.yml")
-	if err := os.WriteFile(server, []byte(c.serverYAML(port)), 0o644); err != nil {
+	if err := os.WriteFile(server, []byte(c.serverYAML(ports[0])), 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(fed, []byte(c.federationYAML()), 0o644); err != nil {
 		return nil, err
 	}
 	args := append(append([]string{}, JVMOptions...), "-jar", c.Jar,
-		"--server-config="+server, "--federation-config="+fed,
-		"--endpoint.port="+strconv.Itoa(web)) // its Spring web endpoint (actuator), default 18000
+		"--server-config="+server, "--federation-config="+fed, "--endpoint.port="+strconv.Itoa(ports[1]))
 	args = append(args, Java17Args...)
-	cmd := exec.Command(java, args...)
-	cmd.Dir = c.Dir
-	cmd.Env = append(os.Environ(), "LD_PRELOAD="+c.Shim)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	child, err := proc.StartCmdWait("waggle-dance", filepath.Join(c.Dir, "waggle-dance.log"), timeout,
-		func() error { return Ping(addr, 5*time.Second) }, cmd)
-	if err != nil {
-		return nil, err
-	}
-	child.Addr = addr
-	if err := CheckLoopbackOnly(child.Pid()); err != nil {
-		child.Stop()
-		return nil, err
-	}
-	return child, nil
-}
-
-// Ping makes one get_all_databases call to addr.
-func Ping(addr string, timeout time.Duration) error {
-	c, err := net.DialTimeout("tcp", addr, timeout)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(timeout))
-	args := wire.Struct()
-	if _, err := c.Write(wire.AppendMessage(nil, wire.Header{Name: "get_all_databases", Type: wire.Call, SeqID: 1}, &args)); err != nil {
-		return err
-	}
-	var m wire.Message
-	if err := wire.NewReader(c, 16<<20).Next(&m); err != nil {
-		return err
-	}
-	if m.Type != wire.Reply {
-		_, msg, _ := wire.ParseAppException(m.Body())
-		return fmt.Errorf("get_all_databases answered %s", msg)
-	}
-	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func tail(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, "\n")
+	return peer.JVM{Name: "waggle-dance", Java: c.Java, Dir: c.Dir, Args: args, Env: []string{"LD_PRELOAD=" + c.Shim},
+		Port: ports[0]}.Start(timeout)
 }

@@ -8,43 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/bench/peer"
 	"github.com/hms-proxy/hms-proxy/testbed"
-	"github.com/hms-proxy/hms-proxy/wire"
 )
-
-func TestCheckLoopbackOnlySeesWildcardListeners(t *testing.T) {
-	lo, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lo.Close()
-	if err := CheckLoopbackOnly(os.Getpid()); err != nil {
-		t.Fatalf("a loopback listener: %v", err)
-	}
-	ls, err := Listeners(os.Getpid())
-	if err != nil || !slices.ContainsFunc(ls, func(l Listener) bool { return l.Addr.String() == lo.Addr().String() }) {
-		t.Fatalf("Listeners = %v (%v), want %s among them", ls, err, lo.Addr())
-	}
-	for _, network := range []string{"tcp4", "tcp6"} {
-		addr := map[string]string{"tcp4": "0.0.0.0:0", "tcp6": "[::]:0"}[network]
-		w, err := net.Listen(network, addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = CheckLoopbackOnly(os.Getpid())
-		port := w.Addr().(*net.TCPAddr).Port
-		w.Close()
-		if err == nil || !strings.Contains(err.Error(), "listens outside loopback") || !strings.Contains(err.Error(), ":"+strconv.Itoa(port)) {
-			t.Errorf("a %s wildcard listener on port %d: %v", network, port, err)
-		}
-	}
-}
 
 const wildcardListener = `
 import socket, sys, time
@@ -87,14 +58,14 @@ func TestShimKeepsWildcardBindsOnLoopback(t *testing.T) {
 		return cmd.Process.Pid, strings.Fields(line), func() { cmd.Process.Kill(); cmd.Wait() }
 	}
 	pid, _, stop := run(false)
-	err = CheckLoopbackOnly(pid)
+	err = peer.CheckLoopbackOnly(pid)
 	stop()
 	if err == nil {
 		t.Fatal("without the shim the wildcard listeners went unnoticed")
 	}
 	pid, ports, stop := run(true)
 	defer stop()
-	if err := CheckLoopbackOnly(pid); err != nil {
+	if err := peer.CheckLoopbackOnly(pid); err != nil {
 		t.Fatalf("with the shim: %v", err)
 	}
 	for _, p := range ports { // both sockets still take connections on 127.0.0.1
@@ -135,29 +106,14 @@ func TestWaggleDanceFederatesOnLoopbackOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer wd.Stop()
-	if err := CheckLoopbackOnly(wd.Pid()); err != nil {
+	if err := peer.CheckLoopbackOnly(wd.Pid()); err != nil {
 		t.Fatal(err)
 	}
-	ls, _ := Listeners(wd.Pid())
+	ls, _ := peer.Listeners(wd.Pid())
 	t.Logf("Waggle Dance %s listens on %v", Version, ls)
-	c, err := net.Dial("tcp", wd.Addr)
+	names, err := peer.Databases(wd.Addr, time.Minute)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	args := wire.Struct()
-	c.Write(wire.AppendMessage(nil, wire.Header{Name: "get_all_databases", Type: wire.Call, SeqID: 3}, &args))
-	var msg wire.Message
-	if err := wire.NewReader(c, 1<<20).Next(&msg); err != nil {
-		t.Fatal(err)
-	}
-	v, err := wire.DecodeStruct(msg.Body())
-	if err != nil || v.Field(0) == nil {
-		t.Fatalf("get_all_databases through Waggle Dance: %v %+v", err, v)
-	}
-	var names []string
-	for _, e := range v.Field(0).Elems {
-		names = append(names, string(e.Str))
+		t.Fatalf("get_all_databases through Waggle Dance: %v", err)
 	}
 	if !slices.Contains(names, "default") || !slices.Contains(names, "catalog2_default") {
 		t.Fatalf("PREFIXED federation lists %v, want default and catalog2_default", names)

@@ -28,11 +28,26 @@ const (
 	CreateDropTable      = "create_table+drop_table"
 	AddPartitions        = "add_partitions"
 	FanOutDatabases      = "fanout_get_all_databases"
+	FanOutGetDatabases   = "fanout_get_databases"  // get_databases(DBPattern)
+	FanOutTableMeta      = "fanout_get_table_meta" // get_table_meta("*", "*", [])
 )
 
 // All lists every workload in report order.
 var All = []string{GetTable, GetAllDatabases, GetAllTables, GetPartitionsByNames, GetPartitions,
-	CreateDropTable, AddPartitions, FanOutDatabases}
+	CreateDropTable, AddPartitions, FanOutDatabases, FanOutGetDatabases, FanOutTableMeta}
+
+// FanOuts are the workloads whose call a multi-catalog proxy sends to every
+// catalog and merges; through a 1-catalog proxy, or straight to a
+// metastore, the same request is one call.
+var FanOuts = []string{FanOutDatabases, FanOutGetDatabases, FanOutTableMeta}
+
+// IsFanOut reports whether w is one of FanOuts.
+func IsFanOut(w string) bool { return strings.HasPrefix(w, "fanout_") }
+
+// DBPattern is the get_databases pattern of FanOutGetDatabases, as Spark's
+// SHOW DATABASES LIKE 'hmsbench*' sends it: on the default catalog it
+// matches the benchmark's database.
+const DBPattern = "hmsbench*"
 
 // Sizes of the prepared data.
 const (
@@ -199,6 +214,12 @@ func Encode(d Data, concs []int) (*Requests, error) {
 		return nil, err
 	}
 	r.Static[FanOutDatabases] = r.Static[GetAllDatabases]
+	if err := add(FanOutGetDatabases, "get_databases", &thriftgen.GetDatabasesArgs{Pattern: DBPattern}); err != nil {
+		return nil, err
+	}
+	if err := add(FanOutTableMeta, "get_table_meta", &thriftgen.GetTableMetaArgs{DbPatterns: "*", TblPatterns: "*", TblTypes: []string{}}); err != nil {
+		return nil, err
+	}
 	if err := add(GetAllTables, "get_all_tables", &thriftgen.GetAllTablesArgs{DbName: d.DB}); err != nil {
 		return nil, err
 	}
@@ -256,6 +277,10 @@ func Methods(w string) []string {
 		return []string{"create_table", "drop_table"}
 	case FanOutDatabases:
 		return []string{"get_all_databases"}
+	case FanOutGetDatabases: // the default catalog's leg, and the others' database lists
+		return []string{"get_databases", "get_all_databases"}
+	case FanOutTableMeta:
+		return []string{"get_table_meta"}
 	}
 	return []string{w}
 }

@@ -1,17 +1,23 @@
 // Command hms-bench is the load generator and driver behind `make bench`.
 //
-//	hms-bench run [-out bench/results] [-work DIR] [-bin DIR] [-budget 8m] [-quick] [-gobench FILE] [-no-peer]
-//	    start the real metastores, the instant backend (load fixture), the TCP forwarder and the
-//	    hms-proxy processes, measure every workload on every setup, write results.json, results.md
-//	    and latency.svg under -out
-//	hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s]
+//	hms-bench run [-out bench/results] [-work DIR] [-bin DIR] [-budget 11m] [-quick] [-gobench FILE] [-no-peer]
+//	              [-java-proxy-jar FILE]
+//	    start the real metastores, the instant backend (load fixture), the TCP forwarder, the
+//	    hms-proxy processes and the peers (Waggle Dance; the Java HMS Proxy from a prebuilt jar),
+//	    measure every workload on every setup, write results.json, results.md and latency.svg
+//	    under -out
+//	hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s] [-conc 4] [-catalogs 1]
+//	                  [-tag NAME] [-contention]
 //	    run hms-proxy in-process in front of the instant backend and write CPU and allocation
-//	    profiles of workload W (used by run)
+//	    profiles of workload W (used by run); -contention adds mutex and block profiles
 //	hms-bench replicas [-out bench/results] [-work DIR] [-bin DIR] [-budget 3m] [-quick]
 //	    the scale-out phase: throughput through HAProxy over 1, 2 and 3 replicas
 //	    (bench/replicas), written to replicas.json and replicas.md under -out
 //	hms-bench render -out DIR
 //	    re-render results.md and latency.svg from DIR/results.json
+//	hms-bench instr -bin DIR -out FILE [-work DIR] [-calls 2000] [-gogc off] [-cases W:Ncat:CONN,...]
+//	    instructions per call of hms-proxy (and the TCP forwarder) under valgrind's callgrind,
+//	    by category (bench/instr): repeatable on a loaded machine
 package main
 
 import (
@@ -21,18 +27,22 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/bench/instr"
+	"github.com/hms-proxy/hms-proxy/bench/javaproxy"
 	"github.com/hms-proxy/hms-proxy/bench/replicas"
 	"github.com/hms-proxy/hms-proxy/bench/report"
 	"github.com/hms-proxy/hms-proxy/bench/suite"
 )
 
 const usage = `usage:
-  hms-bench run [-out DIR] [-work DIR] [-bin DIR] [-budget 8m] [-quick] [-gobench FILE] [-no-peer]
-  hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s]
+  hms-bench run [-out DIR] [-work DIR] [-bin DIR] [-budget 11m] [-quick] [-gobench FILE] [-no-peer] [-java-proxy-jar FILE]
+  hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s] [-conc 4] [-catalogs 1] [-tag NAME] [-contention]
   hms-bench replicas [-out DIR] [-work DIR] [-bin DIR] [-budget 3m] [-quick]
   hms-bench render -out DIR
+  hms-bench instr -bin DIR -out FILE [-work DIR] [-calls 2000] [-gogc off] [-cases W:Ncat:CONN,...]
 `
 
 func main() {
@@ -49,6 +59,8 @@ func main() {
 		os.Exit(render(os.Args[2:]))
 	case "replicas":
 		os.Exit(replicasPhase(os.Args[2:]))
+	case "instr":
+		os.Exit(instructions(os.Args[2:]))
 	}
 	fmt.Fprint(os.Stderr, usage)
 	os.Exit(2)
@@ -59,10 +71,11 @@ func run(args []string) int {
 	out := fs.String("out", "bench/results", "results folder")
 	work := fs.String("work", ".cache/bench/work", "scratch folder (configs, logs, recorded replies)")
 	bin := fs.String("bin", ".cache/bench/bin", "folder with hms-proxy, hms-instant, tcpfwd and hms-bench")
-	budget := fs.Duration("budget", 8*time.Minute, "the whole run, from start to results")
+	budget := fs.Duration("budget", 11*time.Minute, "the whole run, from start to results")
 	quick := fs.Bool("quick", false, "short smoke run: fewer and shorter rounds")
 	gobench := fs.String("gobench", "", "file with `go test -bench` output to include in the results")
-	noPeer := fs.Bool("no-peer", false, "leave out the Waggle Dance peer")
+	noPeer := fs.Bool("no-peer", false, "leave out the peers (Waggle Dance, the Java HMS Proxy)")
+	javaJar := fs.String("java-proxy-jar", os.Getenv(javaproxy.JarEnv), "the Java HMS Proxy's prebuilt fat jar (default $"+javaproxy.JarEnv+"); empty leaves that peer out")
 	_ = fs.Parse(args)
 	if *budget < 2*time.Minute {
 		fmt.Fprintf(os.Stderr, "hms-bench: -budget %v is too short (at least 2m: the metastores alone take ~20 s to start)\n", *budget)
@@ -78,7 +91,8 @@ func run(args []string) int {
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
 	}
-	res, err := suite.Run(suite.Options{Out: *out, Work: *work, Bin: *bin, Budget: *budget, Quick: *quick, GoBench: *gobench, NoPeer: *noPeer, Log: logf})
+	res, err := suite.Run(suite.Options{Out: *out, Work: *work, Bin: *bin, Budget: *budget, Quick: *quick, GoBench: *gobench, NoPeer: *noPeer,
+		JavaProxyJar: *javaJar, Log: logf})
 	if res != nil {
 		if werr := write(res, *out); werr != nil {
 			fmt.Fprintln(os.Stderr, "hms-bench: writing results:", werr)
@@ -165,6 +179,10 @@ func profile(args []string) int {
 	fs.StringVar(&a.Workload, "workload", "get_partitions", "workload to profile")
 	fs.StringVar(&a.Out, "out", "bench/results/profiles", "folder for the .prof files")
 	fs.DurationVar(&a.Dur, "dur", 4*time.Second, "how long to drive the workload through the proxy")
+	fs.IntVar(&a.Conc, "conc", 4, "client connections")
+	fs.IntVar(&a.Catalogs, "catalogs", 1, "catalogs of the proxy, each on the instant backend (fan-out workloads)")
+	fs.StringVar(&a.Tag, "tag", "", "file name stem of the profiles (default: the workload)")
+	fs.BoolVar(&a.Contention, "contention", false, "also write mutex and block profiles")
 	_ = fs.Parse(args)
 	if a.Instant == "" || a.DB == "" {
 		fmt.Fprintln(os.Stderr, "hms-bench profile: -instant and -db are required")
@@ -173,6 +191,52 @@ func profile(args []string) int {
 	if err := suite.Profile(a, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "hms-bench profile:", err)
 		return 1
+	}
+	return 0
+}
+
+func instructions(args []string) int {
+	fs := flag.NewFlagSet("instr", flag.ExitOnError)
+	bin := fs.String("bin", ".cache/bench/bin", "folder with hms-proxy and tcpfwd")
+	out := fs.String("out", "", "Markdown file for the results (default: stdout)")
+	work := fs.String("work", ".cache/bench/instr", "folder for the callgrind files, configs and logs")
+	calls := fs.Int("calls", 2000, "measured calls per case")
+	gogc := fs.String("gogc", "off", "GOGC of the measured process (off: no collection, the steadiest count; 100: the default, GC included)")
+	cases := fs.String("cases", "", "comma-separated workload:<N>cat:<connections> or workload:fwd:<connections> (default: get_table at 1, 8, 64 through hms-proxy and the forwarder, get_partitions_by_names, each fan-out over 1, 2, 4 catalogs)")
+	_ = fs.Parse(args)
+	opt := instr.Options{Bin: *bin, Work: *work, Calls: *calls, GOGC: *gogc, Cases: instr.DefaultCases(),
+		Log: func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }}
+	if *cases != "" {
+		opt.Cases = nil
+		for _, c := range strings.Split(*cases, ",") {
+			cs, err := instr.ParseCase(strings.TrimSpace(c))
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "hms-bench instr:", err)
+				return 2
+			}
+			opt.Cases = append(opt.Cases, cs)
+		}
+	}
+	res, err := instr.Run(opt)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hms-bench instr:", err)
+		return 1
+	}
+	w := os.Stdout
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "hms-bench instr:", err)
+			return 1
+		}
+		defer f.Close()
+		w = f
+	}
+	instr.Markdown(w, res, opt)
+	for _, r := range res {
+		if r.Err != "" {
+			return 1
+		}
 	}
 	return 0
 }

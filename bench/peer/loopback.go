@@ -1,4 +1,4 @@
-package waggle
+package peer
 
 import (
 	"encoding/binary"
