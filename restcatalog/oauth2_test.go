@@ -27,7 +27,7 @@ import (
 
 // idp is an identity provider of the test's own: a discovery document and a
 // JWKS served over loopback HTTP, and keys to sign tokens with. (The real
-// provider, Keycloak, is in router/e2e's OAuth2 tests; this one can sign
+// provider, Keycloak, is in e2e's OAuth2 tests; this one can sign
 // what no provider would: alg none, HMAC with the public key, foreign keys.)
 type idp struct {
 	srv      *httptest.Server

@@ -106,7 +106,7 @@ func (r TestRef) String() string { return r.Pkg + ":" + r.Name }
 func ParseTestRef(s string) (TestRef, error) {
 	m := testPattern.FindStringSubmatch(s)
 	if m == nil {
-		return TestRef{}, fmt.Errorf("test %q is not of the form package/path:TestName (e.g. router/e2e:TestHive4ClientAgainstHive313Backends)", s)
+		return TestRef{}, fmt.Errorf("test %q is not of the form package/path:TestName (e.g. e2e:TestHive4ClientAgainstHive313Backends)", s)
 	}
 	return TestRef{Pkg: m[1], Name: m[3]}, nil
 }

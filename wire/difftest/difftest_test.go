@@ -64,7 +64,7 @@ func realClientFrames(t testing.TB) []Frame {
 	t.Helper()
 	frames, err := ReadFrames(filepath.Join("testdata", "realclients.frames"))
 	if err != nil {
-		t.Fatalf("%v (capture it with HMS_PROXY_DIFF_CAPTURE=$PWD/wire/difftest/testdata/realclients.frames go test ./router/e2e -run TestStrictAgreesWithHiveOnRealClients)", err)
+		t.Fatalf("%v (capture it with HMS_PROXY_DIFF_CAPTURE=$PWD/wire/difftest/testdata/realclients.frames go test ./e2e -run TestStrictAgreesWithHiveOnRealClients)", err)
 	}
 	return frames
 }
