@@ -22,8 +22,8 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/bench/proc"
 	"github.com/hms-proxy/hms-proxy/e2e/proxytest"
+	"github.com/hms-proxy/hms-proxy/testbed/difftest"
 	"github.com/hms-proxy/hms-proxy/wire"
-	"github.com/hms-proxy/hms-proxy/wire/difftest"
 )
 
 // The front-door storm (issue 9): the real hms-proxy binary, a child process with its own configuration, in front
@@ -172,7 +172,7 @@ func (c *childProxy) metric(t *testing.T, name string, labels ...string) float64
 	return sum
 }
 
-// refusedFrames are hostile variants of one call per method (wire/difftest's mutations) that the strict reader
+// refusedFrames are hostile variants of one call per method (testbed/difftest's mutations) that the strict reader
 // refuses before accepting any call: nothing of them may reach the metastore.
 func refusedFrames(t *testing.T) [][]byte {
 	t.Helper()

@@ -9,15 +9,15 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/e2e/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
+	"github.com/hms-proxy/hms-proxy/testbed/difftest"
 	"github.com/hms-proxy/hms-proxy/wire"
-	"github.com/hms-proxy/hms-proxy/wire/difftest"
 )
 
 // What the real HiveMetaStoreClient of 3.1.3 and of 4.1.0 sends (the test bed's version, ddl and lossless
 // scenarios, recorded by a tap between the client and a metastore of its own version) is accepted by the strict
 // reader call for call, and Hive's own reader of both versions ends each call at the same byte and decodes the
 // same arguments as the proxy sees. HMS_PROXY_DIFF_CAPTURE=<file> writes the distinct calls there (the seed
-// corpus of wire/difftest: wire/difftest/testdata/realclients.frames).
+// corpus of testbed/difftest: testbed/difftest/testdata/realclients.frames).
 func TestStrictAgreesWithHiveOnRealClients(t *testing.T) {
 	needHive(t)
 	strict, err := wire.NewStrictSchema(0)

@@ -64,7 +64,7 @@ func realClientFrames(t testing.TB) []Frame {
 	t.Helper()
 	frames, err := ReadFrames(filepath.Join("testdata", "realclients.frames"))
 	if err != nil {
-		t.Fatalf("%v (capture it with HMS_PROXY_DIFF_CAPTURE=$PWD/wire/difftest/testdata/realclients.frames go test ./e2e -run TestStrictAgreesWithHiveOnRealClients)", err)
+		t.Fatalf("%v (capture it with HMS_PROXY_DIFF_CAPTURE=$PWD/testbed/difftest/testdata/realclients.frames go test ./e2e -run TestStrictAgreesWithHiveOnRealClients)", err)
 	}
 	return frames
 }
@@ -438,7 +438,7 @@ func seedCorpus(t testing.TB) [][]byte {
 // FuzzStrictAgreesWithHive: for any byte stream a client could send, every call the strict reader accepts is read
 // by Hive 3.1.3's and 4.1.0's own readers as the proxy read it. Run it for long with
 //
-//	go test ./wire/difftest -run '^$' -fuzz FuzzStrictAgreesWithHive -fuzztime 10m -parallel 1
+//	go test ./testbed/difftest -run '^$' -fuzz FuzzStrictAgreesWithHive -fuzztime 10m -parallel 1
 //
 // (each fuzz worker starts its own two reader JVMs; -parallel 1 keeps it to one worker). An input that shows only
 // known defects (knownDefects) is skipped; any other disagreement fails and is written to testdata/fuzz.
