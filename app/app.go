@@ -25,7 +25,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/restcatalog"
 	"github.com/hms-proxy/hms-proxy/router"
-	"github.com/hms-proxy/hms-proxy/router/cachesync"
+	"github.com/hms-proxy/hms-proxy/router/dbcache/cachesync"
 	"github.com/hms-proxy/hms-proxy/router/purge"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"

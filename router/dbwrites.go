@@ -6,7 +6,7 @@ import (
 )
 
 // databaseWriteMethods are the calls after which other replicas must drop
-// what they cached about a catalog's databases (router/cachesync).
+// what they cached about a catalog's databases (router/dbcache/cachesync).
 var databaseWriteMethods = map[string]bool{
 	"create_database": true, "create_database_req": true,
 	"alter_database": true, "alter_database_req": true,

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/e2e/proxytest"
-	"github.com/hms-proxy/hms-proxy/router/cachesync"
+	"github.com/hms-proxy/hms-proxy/router/dbcache/cachesync"
 	"github.com/hms-proxy/hms-proxy/testbed"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
