@@ -86,18 +86,16 @@ func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.L
 			if a.Router.WriteIsolated(catalog) {
 				return true
 			}
-			// A Hive 4 catalog whose commits skip the lock
-			// (iceberg.engine.hive.lock-enabled=false; configs refuses it
-			// on other runtimes) is guarded by Hive 4's compare-and-swap of
-			// metadata_location instead.
+			// A catalog whose commits skip the lock
+			// (iceberg.engine.hive.lock-enabled=false; Validate refuses it
+			// on runtimes without the compare-and-swap) is guarded by the
+			// metastore's compare-and-swap of metadata_location instead.
 			cc := cfg.Catalog(catalog)
-			return cc != nil && cc.RuntimeProfile == configs.ProfileApache410 &&
-				cc.IcebergEngineHiveLockEnabled != nil && !*cc.IcebergEngineHiveLockEnabled
+			return compareAndSwap(cc) && cc.IcebergEngineHiveLockEnabled != nil && !*cc.IcebergEngineHiveLockEnabled
 		},
 		WriteRefusal: a.Router.WriteRefusal,
 		CompareAndSwap: func(catalog string) bool {
-			cc := cfg.Catalog(catalog)
-			return cc != nil && cc.RuntimeProfile == configs.ProfileApache410
+			return compareAndSwap(cfg.Catalog(catalog))
 		},
 		CatalogConf: func(catalog, key string) (string, bool) {
 			cc := cfg.Catalog(catalog)
@@ -215,4 +213,14 @@ func restAudit(l *audit.Logger) func(restcatalog.RequestInfo) {
 			Status: status, DurationMs: ri.Duration.Milliseconds(), RemoteAddress: ri.Caller.RemoteAddr,
 			AuthenticatedUser: ri.Caller.User, Routed: ri.Catalog != ""})
 	}
+}
+
+// compareAndSwap reports whether a catalog's metastore compares
+// metadata_location on alter (compat.Runtime.CompareAndSwap).
+func compareAndSwap(cc *configs.CatalogConfig) bool {
+	if cc == nil {
+		return false
+	}
+	rt, err := runtimeOf(cc)
+	return err == nil && rt.CompareAndSwap
 }

@@ -70,12 +70,17 @@ func tablePolicies(cfg *configs.Config, tm tableMetrics, files *fileio.Resolver,
 	if !withPurge || cfg.Federation.ExternalTableDropPurge.Mode != configs.DropPurgeBestEffort {
 		return tp, nil
 	}
-	// Only APACHE_3_1_3 catalogs are purged (configs warns about prefixes
-	// anywhere else, and about BEST_EFFORT without any prefix).
+	// Only catalogs whose runtime the purge serves (compat.Runtime.DropPurge)
+	// are purged (Validate warns about prefixes anywhere else, configs
+	// about BEST_EFFORT without any prefix).
 	prefixes := map[string][]string{}
 	tp.PurgePrefixes = map[string]bool{}
 	for _, cc := range cfg.Catalogs {
-		if cc.RuntimeProfile == configs.ProfileApache313 && len(cc.DropPurgeAllowedPrefixes) > 0 {
+		rt, err := runtimeOf(cc)
+		if err != nil {
+			return tp, err
+		}
+		if rt.DropPurge && len(cc.DropPurgeAllowedPrefixes) > 0 {
 			prefixes[cc.Name] = cc.DropPurgeAllowedPrefixes
 			tp.PurgePrefixes[cc.Name] = true
 		}

@@ -43,7 +43,7 @@ type Options struct {
 	// Store keeps the lock records (NewMemoryStore or NewZooKeeperStore). Required.
 	Store Store
 	// Rules is the compatibility table: that of the default catalog's Hive
-	// release (RulesForRuntime of its runtime-profile). Required.
+	// release (compat.Runtime.LockRules of its runtime-profile). Required.
 	Rules Rules
 	// TxnTimeout is the default catalog's metastore.txn.timeout (or
 	// hive.txn.timeout): a lock whose last heartbeat (lock call, check_lock,

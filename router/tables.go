@@ -418,7 +418,7 @@ func (t *tablePolicy) write(ctx context.Context, x *Exchange, next Handler, m *t
 	}
 	be := &guardBackend{t: t, x: x, next: next}
 	res, err := t.iceberg.Handle(ctx, be, guards.AlterCall{Catalog: x.Cat.Name, Lockable: x.Cat.Default || t.r.shim != nil,
-		CompareAndSet: t.r.runtimes[x.Cat].Bit == thriftgen.ProfileApache410, Method: x.Method(), Args: &v})
+		CompareAndSet: t.r.runtimes[x.Cat].CompareAndSwap, Method: x.Method(), Args: &v})
 	if res.Sent {
 		// The guard sent the repaired alter; its answer is the client's.
 		if err == nil {
@@ -433,7 +433,7 @@ func (t *tablePolicy) write(ctx context.Context, x *Exchange, next Handler, m *t
 // read before the drop and, once the metastore answered the drop without an
 // exception, handed to the purge.
 func (t *tablePolicy) drop(ctx context.Context, x *Exchange, next Handler, m *tableMethod) error {
-	if t.purge == nil || !t.prefixes[x.Cat.Name] || t.r.runtimes[x.Cat].Name != "APACHE_3_1_3" {
+	if t.purge == nil || !t.prefixes[x.Cat.Name] || !t.r.runtimes[x.Cat].DropPurge {
 		return next(ctx, x)
 	}
 	v, err := wire.DecodeStruct(x.Args())

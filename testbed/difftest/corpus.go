@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -147,9 +148,15 @@ func (g *generator) value(t *thriftgen.Type, name string, depth, salt int) wire.
 // enumValue picks a value every Apache release knows (the salt-th of them, cycling).
 func enumValue(name string, salt int) int32 {
 	e := thriftgen.LookupEnum(name)
+	var apache thriftgen.ProfileSet
+	for _, rt := range compat.Runtimes() {
+		if !rt.Hortonworks {
+			apache |= rt.Bit
+		}
+	}
 	var both []int32
 	for _, x := range e.Values {
-		if x.Profiles.Has(thriftgen.ProfileApache313 | thriftgen.ProfileApache410) {
+		if x.Profiles.Has(apache) {
 			both = append(both, x.Value)
 		}
 	}
