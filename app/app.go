@@ -26,6 +26,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/restcatalog"
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/router/dbcache/cachesync"
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/router/purge"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
@@ -115,7 +116,7 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 		auditLog = audit.NewLogger(f)
 		auditLog.SetErrorHandler(func(err error) { log.Error("audit record could not be written", "file", cfg.Audit.File, "err", err) })
 	}
-	table, err := router.BuildTable()
+	table, err := methods.BuildTable()
 	if err != nil {
 		return nil, err
 	}

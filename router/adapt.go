@@ -173,38 +173,6 @@ func (r *Router) guardCall(req *request, cat *Catalog, body []byte, write bool) 
 	return wire.Apply(nil, body, v.Patches), nil
 }
 
-// optionalReads answer empty on any backend failure: they only carry
-// optional workload-management and diagnostic data.
-var optionalReads = map[string]bool{"get_active_resource_plan": true, "get_all_resource_plans": true, "get_runtime_stats": true}
-
-// pollsForWork are writes that hand the caller the next piece of work and
-// record it (a compaction, a scheduled query's execution): from a backend
-// without the RPC, the empty answer ("nothing to do") is true, and Hive 4's
-// compactor and HiveServer2 poll them on a timer.
-var pollsForWork = map[string]bool{"find_next_compact": true, "find_next_compact2": true, "scheduled_query_poll": true}
-
-// EmptyOnAnyFailure reports whether any backend failure of the RPC is
-// answered with an empty result (optionalReads).
-func (s *Spec) EmptyOnAnyFailure() bool { return optionalReads[s.Name] }
-
-// EmptyOnUnknownMethod reports whether an UNKNOWN_METHOD from the backend
-// may be answered with an empty result: read-only service APIs
-// (notifications, privilege introspection, token/key listings,
-// txn/lock/compaction status) and the polls for work.
-func (s *Spec) EmptyOnUnknownMethod() bool {
-	if pollsForWork[s.Name] {
-		return true
-	}
-	if s.IsWrite() || s.Method.Result == nil {
-		return false
-	}
-	switch s.Family {
-	case ServiceGlobalRead, ACIDIDBoundLifecycle, AdminIntrospection:
-		return true
-	}
-	return false
-}
-
 // emptyReply builds the empty compatibility answer of a method: its success
 // value with every required field at its zero value.
 func (r *Router) emptyReply(req *request) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -63,7 +64,7 @@ type ReplyFilter func(body []byte) ([]byte, error)
 func (x *Exchange) Method() string { return x.req.msg.Name }
 
 // Spec is the RPC's method-table row.
-func (x *Exchange) Spec() *Spec { return x.req.plan.Spec }
+func (x *Exchange) Spec() *methods.Spec { return x.req.plan.Spec }
 
 // Plan is the request's plan.
 func (x *Exchange) Plan() *Plan { return &x.req.plan }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -124,7 +125,7 @@ func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
 		defer r.bufs.Put(bufp)
 		res, err = r.cachedReply(ctx, x, key, (*bufp)[:0], func(ctx context.Context) ([]byte, bool, error) {
 			out, err := r.runAdapter(withIdentity(ctx, m.Name, id), cat, ad, own, 0, false, []byte{wire.Reply})
-			return out, err == nil && exceptionField(out[1:]) == 0, err
+			return out, err == nil && methods.ExceptionField(out[1:]) == 0, err
 		})
 		*bufp = res[:0]
 		if err == nil {
@@ -224,12 +225,12 @@ func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) er
 		}
 		body = nb
 	}
-	if exc := exceptionField(body); exc != 0 {
+	if exc := methods.ExceptionField(body); exc != 0 {
 		// A declared exception: an error for metrics and audit, whatever
 		// the RPC's result carries.
 		req.status = "error"
 		if r.metrics != nil {
-			r.metrics.BackendFailure(cat.Name, spec.exceptionName(exc))
+			r.metrics.BackendFailure(cat.Name, spec.ExceptionName(exc))
 		}
 	}
 	mark := len(req.out)
@@ -257,18 +258,6 @@ func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) er
 	}
 	req.out = wire.Apply(req.out, body, patches)
 	return nil
-}
-
-// exceptionField returns the field id of the declared exception a result
-// struct carries, 0 for a success: a Thrift result holds exactly one field,
-// the success value (id 0) or one exception, so the first field decides.
-func exceptionField(body []byte) int16 {
-	b := wire.Buf{B: body}
-	t, id, err := b.FieldHeader()
-	if err != nil || t == wire.TStop || t != wire.TStruct {
-		return 0
-	}
-	return id
 }
 
 // answer writes the client's answer for an error of the chain.
@@ -309,7 +298,7 @@ func (r *Router) refuse(req *request, ref *Refusal) {
 		req.out = append(req.out, wire.AppException(m.Name, m.SeqID, appType(ref.Kind), ref.Message)...)
 		return
 	case RefuseNoSuchObject:
-		field = spec.notFoundField(ref.Table)
+		field = spec.NotFoundField(ref.Table)
 	case RefuseInvalidOperation:
 		if spec.InvalidOperationField >= 0 {
 			field = spec.InvalidOperationField

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -71,7 +72,7 @@ type nameCollector struct{ spans []nameSpan }
 // Visit records one name.
 func (c *nameCollector) Visit(s *wire.Span) error {
 	switch s.Role {
-	case RoleDB, RoleTable, RoleFullTable:
+	case methods.RoleDB, methods.RoleTable, methods.RoleFullTable:
 		c.spans = append(c.spans, nameSpan{role: s.Role, owner: s.Owner, st: s.Path.Name, field: s.FieldID,
 			elem: s.Elem, val: view(s.Val)})
 	}
@@ -89,7 +90,7 @@ type object struct {
 
 // definitions are the structs that define the object they name: a hidden
 // name there is a creation (or rename) of a hidden object.
-var definitions = map[string]wire.Role{"Table": RoleTable, "Database": RoleDB, "CreateDatabaseRequest": RoleDB}
+var definitions = map[string]wire.Role{"Table": methods.RoleTable, "Database": methods.RoleDB, "CreateDatabaseRequest": methods.RoleDB}
 
 // hiddenOf says what of o a catalog's rules hide: "database", "table" or "".
 func (r *Router) hiddenOf(o object) string {
@@ -115,12 +116,12 @@ func groupByOwner(spans []nameSpan) {
 // partnerDB finds, among the names of one struct value, the database a table
 // name pairs with; ok is false when the struct holds none.
 func (r *Router) partnerDB(group []nameSpan, t *nameSpan) (string, bool) {
-	id, ok := r.table.partners[partnerKey{t.st, t.field}]
+	id, ok := r.table.Partner(t.st, t.field)
 	if !ok {
 		return "", false
 	}
 	for i := range group {
-		if g := &group[i]; g.role == RoleDB && !g.elem && g.field == id {
+		if g := &group[i]; g.role == methods.RoleDB && !g.elem && g.field == id {
 			return g.val, g.val != ""
 		}
 	}
@@ -194,13 +195,13 @@ func (r *Router) requestHidden(x *Exchange) *Refusal {
 			s := &group[i]
 			var o object
 			switch s.role {
-			case RoleDB:
+			case methods.RoleDB:
 				if s.val == "" {
 					continue
 				}
 				o.cat, o.db = resolve(s.val)
-				o.def = write && definitions[s.st] == RoleDB
-			case RoleFullTable:
+				o.def = write && definitions[s.st] == methods.RoleDB
+			case methods.RoleFullTable:
 				cat, internal, explicit := r.ns.SplitFullTable(s.val)
 				if !explicit || !p.SplitLock {
 					cat = x.Cat
@@ -219,7 +220,7 @@ func (r *Router) requestHidden(x *Exchange) *Refusal {
 		}
 		for i := range group {
 			s := &group[i]
-			if s.role != RoleTable || s.val == "" {
+			if s.role != methods.RoleTable || s.val == "" {
 				continue
 			}
 			var o object
@@ -231,7 +232,7 @@ func (r *Router) requestHidden(x *Exchange) *Refusal {
 				continue
 			}
 			o.table = s.val
-			o.def = write && definitions[s.st] == RoleTable
+			o.def = write && definitions[s.st] == methods.RoleTable
 			if what := r.hiddenOf(o); what != "" {
 				return r.hiddenRefusal(x, o, what)
 			}
@@ -265,7 +266,7 @@ func (r *Router) hiddenRefusal(x *Exchange, o object, what string) *Refusal {
 // (backend names), or answers not-found when the answer itself is about a
 // hidden object.
 func (r *Router) filterAnswer(x *Exchange, body []byte) ([]byte, error) {
-	if exceptionField(body) != 0 {
+	if methods.ExceptionField(body) != 0 {
 		return body, nil
 	}
 	spec, p := x.Spec(), x.Plan()
@@ -329,14 +330,14 @@ func (r *Router) namesHidden(cat *Catalog, spans []nameSpan, fallback string) bo
 			}
 			o := object{cat: cat}
 			switch s.role {
-			case RoleDB:
+			case methods.RoleDB:
 				o.db = s.val
-			case RoleFullTable:
+			case methods.RoleFullTable:
 				var ok bool
 				if o.db, o.table, ok = strings.Cut(s.val, "."); !ok {
 					continue
 				}
-			case RoleTable:
+			case methods.RoleTable:
 				db, ok := r.partnerDB(group, s)
 				if !ok {
 					db = fallback
@@ -371,17 +372,17 @@ func (f *answerFilter) subject(v *wire.Value, st *thriftgen.Struct) (string, obj
 			continue
 		}
 		o := object{cat: f.cat}
-		switch roleOfObjects(st.Name, sf) {
-		case RoleDB:
+		switch methods.RoleOfObject(st.Name, sf) {
+		case methods.RoleDB:
 			o.db = string(fl.V.Str)
-		case RoleFullTable:
+		case methods.RoleFullTable:
 			var ok bool
 			if o.db, o.table, ok = strings.Cut(string(fl.V.Str), "."); !ok {
 				continue
 			}
-		case RoleTable:
+		case methods.RoleTable:
 			o.db, o.table = f.db, string(fl.V.Str)
-			if id, ok := f.r.table.partners[partnerKey{st.Name, sf.ID}]; ok {
+			if id, ok := f.r.table.Partner(st.Name, sf.ID); ok {
 				if d := v.Field(id); d != nil && d.Type == wire.TString {
 					o.db = string(d.Str)
 				}

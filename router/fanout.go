@@ -13,6 +13,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -405,7 +406,7 @@ func (r *Router) resultList(b *wire.Buf, cat *Catalog, method string, body []byt
 			msg = v.Field(id).Field(1).String()
 		}
 		if spec := r.table.Lookup(method); spec != nil {
-			name = spec.exceptionName(id)
+			name = spec.ExceptionName(id)
 		}
 		if r.metrics != nil {
 			r.metrics.BackendFailure(cat.Name, name)
@@ -585,7 +586,7 @@ func (r *Router) newListLoader(cat *Catalog, id *security.Identity, method strin
 		val := make([]byte, 1+len(body))
 		val[0] = reply.Type
 		copy(val[1:], body)
-		return val, reply.Type == wire.Reply && exceptionField(body) == 0, nil
+		return val, reply.Type == wire.Reply && methods.ExceptionField(body) == 0, nil
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/monitoring"
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -407,7 +408,7 @@ func (r *Router) shimHeartbeat(ctx context.Context, x *Exchange, next Handler) e
 	}
 	if txnID != 0 {
 		x.OnReply(func(body []byte) ([]byte, error) {
-			if exceptionField(body) == 0 {
+			if methods.ExceptionField(body) == 0 {
 				if err := r.shim.Heartbeat(ctx, 0, txnID); err != nil {
 					r.log.Warn("synthetic lock: the transaction was heart-beaten at the default catalog, but not its synthetic locks; they expire after metastore.txn.timeout unless a later heartbeat reaches the store",
 						"txnid", txnID, "err", err)
@@ -560,10 +561,10 @@ func (r *Router) answerLocal(x *Exchange, res thrift.TStruct) error {
 		return err
 	}
 	req := x.req
-	if exc := exceptionField(body); exc != 0 {
+	if exc := methods.ExceptionField(body); exc != 0 {
 		req.status = "error"
 		if r.metrics != nil {
-			r.metrics.BackendFailure(shimBackend, req.plan.Spec.exceptionName(exc))
+			r.metrics.BackendFailure(shimBackend, req.plan.Spec.ExceptionName(exc))
 		}
 	}
 	req.out = wire.AppendHeader(req.out, wire.Header{Name: req.msg.Name, Type: wire.Reply, SeqID: req.msg.SeqID})

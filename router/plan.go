@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hms-proxy/hms-proxy/compat"
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -18,9 +19,11 @@ import (
 // Plans are unit-tested without a backend and printed by the debug tracer.
 type Plan struct {
 	Kind PlanKind
-	Spec *Spec
+	Spec *methods.
 
-	// PlanSingle
+		// PlanSingle
+		Spec
+
 	Target        *Catalog
 	Patches       []wire.Patch // inward rewrites (external → backend names) of the arguments
 	DBs           []string     // backend database names the request names (access modes, messages)
@@ -234,27 +237,27 @@ func (r *Router) plan(req *request) {
 		return
 	}
 	switch spec.Special {
-	case RefuseAlways:
+	case methods.RefuseAlways:
 		r.planCatalogRegistry(req)
 		return
-	case DropOneway:
+	case methods.DropOneway:
 		p.Kind, p.Local = PlanLocal, AnswerOneway
 		return
-	case LocalSetUGI:
+	case methods.LocalSetUGI:
 		p.Kind, p.Local = PlanLocal, AnswerSetUGI
 		return
-	case LocalCatalogs:
+	case methods.LocalCatalogs:
 		p.Kind, p.Local = PlanLocal, AnswerCatalogs
 		return
-	case LocalVersion:
+	case methods.LocalVersion:
 		if fe := req.conn.Frontend; fe != nil && fe.Runtime != nil {
 			p.Kind, p.Local = PlanLocal, AnswerVersion
 			return
 		}
-	case FanOutDatabases:
+	case methods.FanOutDatabases:
 		r.planDatabases(req)
 		return
-	case FanOutTableMeta:
+	case methods.FanOutTableMeta:
 		r.planTableMeta(req)
 		return
 	}
@@ -345,14 +348,14 @@ func (rt *route) resolve(def *Catalog) (c *Catalog, explicit bool, conflict []st
 // the request, so a walk allocates nothing for it).
 type argVisitor struct {
 	ns   *Namespace
-	spec *Spec
+	spec *methods.Spec
 	p    *Plan
 	rt   *route
 }
 
 // routeArgs walks the arguments once: it collects catalog hints and records
 // the inward rewrites (external → internal names) in p.
-func (r *Router) routeArgs(req *request, spec *Spec, body []byte, p *Plan, rt *route) error {
+func (r *Router) routeArgs(req *request, spec *methods.Spec, body []byte, p *Plan, rt *route) error {
 	p.Patches, p.DBs = p.patchArr[:0], p.dbArr[:0]
 	if spec.Args == nil {
 		return nil
@@ -367,7 +370,7 @@ func (a *argVisitor) Visit(s *wire.Span) error {
 	val := view(s.Val)
 	inTable := s.Path != nil && s.Path.Name == "Table"
 	switch s.Role {
-	case RoleDB, RoleDBPattern:
+	case methods.RoleDB, methods.RoleDBPattern:
 		ref := parseDBRef(val)
 		if mc := ns.markerCatalog(ref); mc != nil {
 			rt.hintCatalog(mc)
@@ -375,7 +378,7 @@ func (a *argVisitor) Visit(s *wire.Span) error {
 		db, explicit := ref.name, false
 		var c *Catalog
 		if ref.hasName && ref.name != "" {
-			if s.Role == RoleDBPattern {
+			if s.Role == methods.RoleDBPattern {
 				c, db, explicit = ns.SplitPattern(ref.name)
 			} else {
 				c, db, explicit = ns.SplitDB(ref.name)
@@ -383,12 +386,12 @@ func (a *argVisitor) Visit(s *wire.Span) error {
 		}
 		if explicit {
 			rt.hintPrefixed(c, ref.name)
-		} else if s.Role == RoleDB && ref.name != "" && !strings.EqualFold(ref.name, dummyDatabase) && !ref.marked {
+		} else if s.Role == methods.RoleDB && ref.name != "" && !strings.EqualFold(ref.name, dummyDatabase) && !ref.marked {
 			if !rt.unprefixed {
 				rt.unprefixed, rt.unprefixedDB = true, ref.name
 			}
 		}
-		if spec.Rename && s.Role == RoleDB && ref.name != "" {
+		if spec.Rename && s.Role == methods.RoleDB && ref.name != "" {
 			// A name with a prefix, or with a marker naming a proxy
 			// catalog, carries its catalog; any other is resolved after
 			// the walk (planSingle), when the whole request is known.
@@ -409,10 +412,10 @@ func (a *argVisitor) Visit(s *wire.Span) error {
 		if internal := ns.internalRef(ref, db); internal != val {
 			p.Patches = append(p.Patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, internal)})
 		}
-		if db != "" && s.Role == RoleDB && !strings.EqualFold(db, dummyDatabase) {
+		if db != "" && s.Role == methods.RoleDB && !strings.EqualFold(db, dummyDatabase) {
 			p.DBs = append(p.DBs, db)
 		}
-	case RoleCatalog:
+	case methods.RoleCatalog:
 		if c := ns.Lookup(val); c != nil {
 			rt.hintCatalog(c)
 			if val != c.BackendName {
@@ -421,7 +424,7 @@ func (a *argVisitor) Visit(s *wire.Span) error {
 		} else if rt.backendNamed == nil {
 			rt.backendNamed = ns.backendCatalog(val)
 		}
-	case RoleFullTable:
+	case methods.RoleFullTable:
 		c, internal, explicit := ns.SplitFullTable(val)
 		if explicit {
 			rt.hintPrefixed(c, val)
@@ -576,7 +579,7 @@ func (r *Router) planSingle(req *request) {
 		cats := r.ns.Catalogs()
 		if b := rt.backendNamed; b != nil && !rt.unprefixed && len(p.DBs) == 0 {
 			cat = b
-		} else if !rt.unprefixed && len(p.DBs) == 0 && spec.Unrouted == Refuse && len(cats) > 1 {
+		} else if !rt.unprefixed && len(p.DBs) == 0 && spec.Unrouted == methods.Refuse && len(cats) > 1 {
 			names := make([]string, len(cats))
 			for i, c := range cats {
 				names[i] = c.Name

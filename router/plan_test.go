@@ -7,6 +7,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/locks"
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -97,7 +98,7 @@ func TestPlannerOverEveryMethodRow(t *testing.T) {
 		p := planOf(t, r, m.Name, sampleArgs(m, "catalog2__sales"))
 		hasDB := planOf(t, r, m.Name, sampleArgs(m, "MARK")).Kind == PlanSingle && len(rawDBs(t, r, m)) > 0
 		switch {
-		case spec.Special == RefuseAlways:
+		case spec.Special == methods.RefuseAlways:
 			// The sample leaves catalog names out: dropping or altering a
 			// catalog that does not exist is the metastore's "not found".
 			want := "catalog_registry"
@@ -105,11 +106,11 @@ func TestPlannerOverEveryMethodRow(t *testing.T) {
 				want = "no_such_catalog"
 			}
 			expectRefusal(t, m.Name, p, want)
-		case spec.Special == DropOneway || spec.Special == LocalSetUGI || spec.Special == LocalCatalogs:
+		case spec.Special == methods.DropOneway || spec.Special == methods.LocalSetUGI || spec.Special == methods.LocalCatalogs:
 			if p.Kind != PlanLocal {
 				t.Errorf("%s: want a local answer, got %s", m.Name, p)
 			}
-		case spec.Special == FanOutDatabases || spec.Special == FanOutTableMeta:
+		case spec.Special == methods.FanOutDatabases || spec.Special == methods.FanOutTableMeta:
 			if p.Kind != PlanFanOut || len(p.Legs) == 0 {
 				t.Errorf("%s: want a fan-out, got %s", m.Name, p)
 			}
@@ -128,7 +129,7 @@ func TestPlannerOverEveryMethodRow(t *testing.T) {
 					t.Errorf("%s refused as %s, but catalog2's runtime serves it", m.Name, p.Refusal.Reason)
 				}
 			case "namespace_less":
-				if spec.Unrouted != Refuse || hasDB {
+				if spec.Unrouted != methods.Refuse || hasDB {
 					t.Errorf("%s refused as namespace-less: %s", m.Name, p.Refusal.Message)
 				}
 			case "non_default_acid": // write ids exist only in the default catalog (acid.go)
@@ -171,7 +172,7 @@ func rawDBs(t *testing.T, r *Router, m *thriftgen.Method) []string {
 	args := sampleArgs(m, "catalog2__sales")
 	var out []string
 	_ = wire.Walk(args.Encode(), spec.Args, 0, func(s *wire.Span) error {
-		if s.Role == RoleDB || s.Role == RoleFullTable || s.Role == RoleDBPattern {
+		if s.Role == methods.RoleDB || s.Role == methods.RoleFullTable || s.Role == methods.RoleDBPattern {
 			out = append(out, string(s.Val))
 		}
 		return nil

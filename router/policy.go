@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -160,7 +161,7 @@ const (
 // whether this one writes. A lock request writes when any component takes
 // more than a shared read or belongs to an INSERT/UPDATE/DELETE; a SELECT's
 // SHARED_READ lock on a READ_ONLY catalog must pass.
-func writesData(spec *Spec, body []byte) bool {
+func writesData(spec *methods.Spec, body []byte) bool {
 	if spec.Name != "lock" {
 		return true
 	}

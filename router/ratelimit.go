@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hms-proxy/hms-proxy/monitoring"
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/security/ratelimit"
 )
 
@@ -23,7 +24,7 @@ func RateLimit(l *ratelimit.Limiter, m *monitoring.Metrics) Middleware {
 	// The classes of each RPC-class bit set, built once.
 	var classes [16][]string
 	for c := range classes {
-		classes[c] = Class(c).Names()
+		classes[c] = methods.Class(c).Names()
 	}
 	return func(next Handler) Handler {
 		return func(ctx context.Context, x *Exchange) error {

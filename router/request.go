@@ -24,6 +24,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
@@ -70,7 +71,7 @@ type Options struct {
 // Router routes calls of every front-door listener.
 type Router struct {
 	ns       *Namespace
-	table    *Table
+	table    *methods.Table
 	backends map[*Catalog]*Backend
 	policies map[*Catalog]*Policy
 	exposed  bool // some catalog's expose rules hide something
@@ -115,7 +116,7 @@ type Tracer interface {
 // New builds the router, its method table and one backend pool per catalog.
 func New(opt Options) (*Router, error) {
 	cfg := opt.Config
-	table, err := BuildTable()
+	table, err := methods.BuildTable()
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +248,7 @@ func firstNonEmpty(s ...string) string {
 }
 
 // Table returns the method table (metric label set, tests).
-func (r *Router) Table() *Table { return r.table }
+func (r *Router) Table() *methods.Table { return r.table }
 
 // Namespace returns the naming model.
 func (r *Router) Namespace() *Namespace { return r.ns }
@@ -297,7 +298,7 @@ type Frontend struct {
 }
 
 // Allows reports whether the listener's profile has the method.
-func (f *Frontend) Allows(s *Spec) bool {
+func (f *Frontend) Allows(s *methods.Spec) bool {
 	return f == nil || f.Profile == 0 || s.Method.Profiles&f.Profile != 0
 }
 
@@ -487,14 +488,14 @@ type outward struct {
 func (o *outward) Visit(s *wire.Span) error {
 	cat, ns := o.cat, o.ns
 	switch s.Role {
-	case RoleDB, RoleFullTable:
+	case methods.RoleDB, methods.RoleFullTable:
 		if cat.Default {
 			return nil
 		}
 		start := len(o.arena)
 		o.arena = appendPrefixed(o.arena, cat.Name, ns.sep, "", s.Val)
 		o.patches = append(o.patches, wire.Patch{Start: s.Start, End: s.End, Data: o.arena[start:len(o.arena):len(o.arena)]})
-	case RoleCatalog:
+	case methods.RoleCatalog:
 		if ns.preserve || string(s.Val) == cat.Name {
 			return nil
 		}

@@ -9,7 +9,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
@@ -271,7 +271,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func joinFamilies(fs []router.Family) string {
+func joinFamilies(fs []methods.Family) string {
 	var out []string
 	for _, f := range fs {
 		out = append(out, string(f))

@@ -104,7 +104,7 @@ func RenderCompatibility(f *File, mx *Matrix) string {
 	w("  with the tests that prove it (data: `%s`).\n", CapabilitiesFile)
 	w("- [Method matrix](#method-matrix): every RPC of the canonical API (%d, Hive 3.1.3 ∪ 4.1.0 ∪ HDP 3.1.0.x, HMS and\n", len(mx.Rows))
 	w("  fb303) with its family, classes, the profiles that have it, and what each backend runtime gets — computed from\n")
-	w("  `thriftgen` (schema), `router.BuildTable()` (routing) and `compat.Adapters.Plan` (adapters).\n\n")
+	w("  `thriftgen` (schema), `methods.BuildTable()` (routing) and `compat.Adapters.Plan` (adapters).\n\n")
 	w("Refresh after changing either: `%s`.\n\n", Command)
 
 	// Profiles.

@@ -1,4 +1,4 @@
-package router
+package methods
 
 import (
 	"reflect"

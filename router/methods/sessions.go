@@ -1,9 +1,6 @@
-package router
+package methods
 
 import (
-	"context"
-	"errors"
-
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -89,12 +86,12 @@ func (s *Spec) missLeavesNothing(exc string) bool {
 	return false
 }
 
-// retireAfter says whether the session that read reply m to method name
+// RetireAfter says whether the session that read reply m to method name
 // must be closed instead of given back, and why ("": it may serve again).
 // A nil table keeps a session only after a success or UNKNOWN_METHOD. The
 // success of a method without session state costs two byte reads and a bit
 // test: no lookup, no allocation.
-func (t *Table) retireAfter(name []byte, m *wire.Message) string {
+func (t *Table) RetireAfter(name []byte, m *wire.Message) string {
 	if m.Type == wire.Exception {
 		typ, _, err := wire.ParseAppException(m.Body())
 		switch {
@@ -105,7 +102,7 @@ func (t *Table) retireAfter(name []byte, m *wire.Message) string {
 		}
 		return monitoring.RetireApplicationException
 	}
-	id := exceptionField(m.Body())
+	id := ExceptionField(m.Body())
 	if t == nil {
 		if id != 0 {
 			return monitoring.RetireException
@@ -126,13 +123,14 @@ func (t *Table) retireAfter(name []byte, m *wire.Message) string {
 	return monitoring.RetireException
 }
 
-// failureReason labels a round trip that failed.
-func failureReason(err error) string {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return monitoring.RetireCancelled
-	case isTimeout(err), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrBudgetExceeded):
-		return monitoring.RetireTimeout
+// ExceptionField returns the field id of the declared exception a result
+// struct carries, 0 for a success: a Thrift result holds exactly one field,
+// the success value (id 0) or one exception, so the first field decides.
+func ExceptionField(body []byte) int16 {
+	b := wire.Buf{B: body}
+	t, id, err := b.FieldHeader()
+	if err != nil || t == wire.TStop || t != wire.TStruct {
+		return 0
 	}
-	return monitoring.RetireTransport
+	return id
 }

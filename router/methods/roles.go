@@ -1,4 +1,4 @@
-package router
+package methods
 
 import (
 	"fmt"
@@ -110,9 +110,9 @@ func roleOf(structName string, f *thriftgen.Field) wire.Role {
 	return wire.RoleNone
 }
 
-// roleOfObjects adds table names to roleOf: the names of catalog objects a
+// RoleOfObject adds table names to roleOf: the names of catalog objects a
 // message carries, as the exposure walks see them.
-func roleOfObjects(structName string, f *thriftgen.Field) wire.Role {
+func RoleOfObject(structName string, f *thriftgen.Field) wire.Role {
 	if r := roleOf(structName, f); r != wire.RoleNone {
 		return r
 	}
@@ -138,7 +138,7 @@ func tablePartners() (map[partnerKey]int16, error) {
 		var dbs []*thriftgen.Field
 		var tables []*thriftgen.Field
 		for _, f := range st.Fields {
-			switch roleOfObjects(st.Name, f) {
+			switch RoleOfObject(st.Name, f) {
 			case RoleDB:
 				if f.Type.Kind == thriftgen.KindString {
 					dbs = append(dbs, f)

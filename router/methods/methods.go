@@ -1,4 +1,4 @@
-package router
+package methods
 
 import (
 	"fmt"
@@ -102,22 +102,34 @@ type Spec struct {
 	SessionState bool
 	// Why, for refused calls: the reason in the MetaException.
 	Why string
+	// DatabaseWrite: a database write (create, alter, drop), after which
+	// what is cached about the database and its catalog's lists is stale:
+	// this replica's caches drop it, and other replicas are told
+	// (router/dbcache/cachesync).
+	DatabaseWrite bool
+}
+
+// databaseWrites are the rows of DatabaseWrite.
+var databaseWrites = map[string]bool{
+	"create_database": true, "create_database_req": true,
+	"alter_database": true, "alter_database_req": true,
+	"drop_database": true, "drop_database_req": true,
 }
 
 // renames are the alter_table forms: a rename may name another database.
 var renames = map[string]bool{"alter_table": true, "alter_table_with_environment_context": true,
 	"alter_table_with_cascade": true, "alter_table_req": true}
 
-// exceptionName is the type of the declared exception in result field id
+// ExceptionName is the type of the declared exception in result field id
 // (metrics label), "MetaException" when the id is not declared.
-func (s *Spec) exceptionName(id int16) string {
+func (s *Spec) ExceptionName(id int16) string {
 	if n, ok := s.excNames[id]; ok {
 		return n
 	}
 	return "MetaException"
 }
 
-// notFoundField is the result field of the exception the RPC declares for
+// NotFoundField is the result field of the exception the RPC declares for
 // an object that does not exist, as Hive's metastore answers a missing one:
 // NoSuchObjectException, else UnknownTableException (a table) or
 // UnknownDBException, else InvalidOperationException (the alter_* forms:
@@ -126,7 +138,7 @@ func (s *Spec) exceptionName(id int16) string {
 // else MetaException; -1 when it declares none of them (refuse then answers
 // a TApplicationException, as Hive's processor does for an exception an RPC
 // does not declare).
-func (s *Spec) notFoundField(table bool) int16 {
+func (s *Spec) NotFoundField(table bool) int16 {
 	unknown, other := s.UnknownDBField, s.UnknownTableField
 	if table {
 		unknown, other = other, unknown
@@ -239,6 +251,13 @@ type Table struct {
 	stateLens uint64
 }
 
+// Partner is the database field a table field of struct st pairs with
+// (tablePartners); ok is false when the struct holds none.
+func (t *Table) Partner(st string, table int16) (int16, bool) {
+	id, ok := t.partners[partnerKey{st, table}]
+	return id, ok
+}
+
 // Lookup returns the spec of a method, nil when unknown.
 func (t *Table) Lookup(name string) *Spec { return t.specs[name] }
 
@@ -257,7 +276,7 @@ func BuildTable() (*Table, error) {
 			}
 		}
 	}
-	argsComp, resultComp, objComp := wire.NewCompiler(roleOf), wire.NewCompiler(roleOf), wire.NewCompiler(roleOfObjects)
+	argsComp, resultComp, objComp := wire.NewCompiler(roleOf), wire.NewCompiler(roleOf), wire.NewCompiler(RoleOfObject)
 	partners, err := tablePartners()
 	if err != nil {
 		return nil, err
@@ -282,7 +301,8 @@ func BuildTable() (*Table, error) {
 		s := &Spec{Name: m.Name, Method: m, Family: r.family, Classes: r.classes, Unrouted: r.unrouted,
 			Special: r.special, MetaExcField: -1, NoSuchObjectField: -1, InvalidOperationField: -1,
 			UnknownDBField: -1, UnknownTableField: -1, InvalidObjectField: -1,
-			Rename: renames[m.Name], SessionState: sessionState[m.Name], excNames: map[int16]string{}}
+			Rename: renames[m.Name], SessionState: sessionState[m.Name], DatabaseWrite: databaseWrites[m.Name],
+			excNames: map[int16]string{}}
 		if s.Special == RefuseAlways {
 			s.Why = "catalogs are managed in the proxy configuration (catalogs=...), not by client RPCs"
 		}
@@ -337,4 +357,36 @@ func BuildTable() (*Table, error) {
 	}
 	sort.Strings(t.names)
 	return t, nil
+}
+
+// optionalReads answer empty on any backend failure: they only carry
+// optional workload-management and diagnostic data.
+var optionalReads = map[string]bool{"get_active_resource_plan": true, "get_all_resource_plans": true, "get_runtime_stats": true}
+
+// pollsForWork are writes that hand the caller the next piece of work and
+// record it (a compaction, a scheduled query's execution): from a backend
+// without the RPC, the empty answer ("nothing to do") is true, and Hive 4's
+// compactor and HiveServer2 poll them on a timer.
+var pollsForWork = map[string]bool{"find_next_compact": true, "find_next_compact2": true, "scheduled_query_poll": true}
+
+// EmptyOnAnyFailure reports whether any backend failure of the RPC is
+// answered with an empty result (optionalReads).
+func (s *Spec) EmptyOnAnyFailure() bool { return optionalReads[s.Name] }
+
+// EmptyOnUnknownMethod reports whether an UNKNOWN_METHOD from the backend
+// may be answered with an empty result: read-only service APIs
+// (notifications, privilege introspection, token/key listings,
+// txn/lock/compaction status) and the polls for work.
+func (s *Spec) EmptyOnUnknownMethod() bool {
+	if pollsForWork[s.Name] {
+		return true
+	}
+	if s.IsWrite() || s.Method.Result == nil {
+		return false
+	}
+	switch s.Family {
+	case ServiceGlobalRead, ACIDIDBoundLifecycle, AdminIntrospection:
+		return true
+	}
+	return false
 }
