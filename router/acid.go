@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hms-proxy/hms-proxy/compat"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
@@ -46,7 +47,7 @@ var pinnedMethods = map[string]bool{
 // name alone (nil when it does not): a transaction or write-id call on a
 // catalog other than the default, a lock there when no lock shim is
 // configured. Transactional table definitions are acidTables' part.
-func (r *Router) acidRefusal(req *request, cat *Catalog) *Refusal {
+func (r *Router) acidRefusal(req *request, cat *naming.Catalog) *Refusal {
 	if cat.Default {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hms-proxy/hms-proxy/compat"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -18,7 +19,7 @@ func TestPlannerACIDCallsRouteByPayload(t *testing.T) {
 	r := testRouter(t)
 	// on routes to cat with backend database sales, or is refused by cat's
 	// runtime (a Hive 4 form on a Hive 3 catalog): routed there either way.
-	on := func(name string, p *Plan, cat *Catalog) {
+	on := func(name string, p *Plan, cat *naming.Catalog) {
 		t.Helper()
 		if p.Kind == PlanRefuse && (p.Refusal.Reason == "unsupported" || p.Refusal.Reason == "hortonworks_only") {
 			if mode, _ := r.adapters.Plan(r.runtimes[cat], name); mode != compat.Unsupported && mode != compat.HortonworksOnly {

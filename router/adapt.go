@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hms-proxy/hms-proxy/compat"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -155,7 +156,7 @@ func (r *Router) serveDialect(ctx context.Context, req *request, d *compat.Diale
 // "dropped_default:<Struct.field>"; for a write, anything else it lacks
 // refuses the call (for a read it goes through as a hint). It returns the
 // body to send (body itself when nothing was dropped).
-func (r *Router) guardCall(req *request, cat *Catalog, body []byte, write bool) ([]byte, error) {
+func (r *Router) guardCall(req *request, cat *naming.Catalog, body []byte, write bool) ([]byte, error) {
 	check := r.guards[cat].Trim
 	if write {
 		check = r.guards[cat].Check

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -36,7 +37,7 @@ type Middleware func(next Handler) Handler
 // target, or one fan-out leg's).
 type Exchange struct {
 	req *request
-	Cat *Catalog
+	Cat *naming.Catalog
 	Leg *Leg // nil for a single-catalog call
 
 	args      []byte // the arguments as they will be sent, once materialised

@@ -8,6 +8,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
 	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -15,7 +16,7 @@ import (
 // budget, a reply that does not belong to its request): the client gets a
 // MetaException naming the catalog.
 type backendError struct {
-	cat *Catalog
+	cat *naming.Catalog
 	err error
 }
 
@@ -159,7 +160,7 @@ func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
 
 // runAdapter runs the adapter of a call with internalized arguments on cat
 // (the pool of ctx's caller) and appends the encoded client result to dst.
-func (r *Router) runAdapter(ctx context.Context, cat *Catalog, ad *compat.Adapter, args []byte, id uint64, strict bool, dst []byte) ([]byte, error) {
+func (r *Router) runAdapter(ctx context.Context, cat *naming.Catalog, ad *compat.Adapter, args []byte, id uint64, strict bool, dst []byte) ([]byte, error) {
 	v, err := wire.DecodeStruct(args)
 	if err != nil {
 		return nil, &Refusal{Kind: RefuseProtocol, Reason: "bad_arguments", Message: ad.Method + ": cannot read arguments: " + err.Error()}
@@ -329,7 +330,7 @@ func (r *Router) declaredException(req *request, field int16, why string) {
 	req.out = wire.AppendMessage(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
 }
 
-func (r *Router) backendFailed(req *request, cat *Catalog, err error) {
+func (r *Router) backendFailed(req *request, cat *naming.Catalog, err error) {
 	req.status = "error"
 	exc := backendExceptionLabel(err)
 	if r.metrics != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -81,7 +82,7 @@ func (c *nameCollector) Visit(s *wire.Span) error {
 
 // object is a database (table "") or a table of a catalog, in backend names.
 type object struct {
-	cat       *Catalog
+	cat       *naming.Catalog
 	db, table string
 	// def: the object a definition creates or renames to (the Table of
 	// create_table or alter_table, the Database of create_database).
@@ -174,9 +175,9 @@ func (r *Router) requestHidden(x *Exchange) *Refusal {
 	// resolve: the catalog and backend name of a database name as the
 	// client spelled it. A split lock's names resolve each to its catalog;
 	// any other request's to the catalog it was planned for.
-	resolve := func(name string) (*Catalog, string) {
-		ref := parseDBRef(name)
-		c, db, _ := r.ns.SplitDB(ref.name)
+	resolve := func(name string) (*naming.Catalog, string) {
+		ref := naming.ParseRef(name)
+		c, db, _ := r.ns.SplitDB(ref.Name)
 		if !p.SplitLock {
 			c = x.Cat
 		}
@@ -314,7 +315,7 @@ func (r *Router) filterAnswer(x *Exchange, body []byte) ([]byte, error) {
 // namesHidden reports whether any struct value of an answer is about a
 // hidden object (its own database, table or "db.table" fields; the
 // elements of a list of names are references, not subjects).
-func (r *Router) namesHidden(cat *Catalog, spans []nameSpan, fallback string) bool {
+func (r *Router) namesHidden(cat *naming.Catalog, spans []nameSpan, fallback string) bool {
 	groupByOwner(spans)
 	for start := 0; start < len(spans); {
 		end := start + 1
@@ -357,7 +358,7 @@ func (r *Router) namesHidden(cat *Catalog, spans []nameSpan, fallback string) bo
 // without one).
 type answerFilter struct {
 	r       *Router
-	cat     *Catalog
+	cat     *naming.Catalog
 	db      string
 	removed map[string]int // by object type
 }

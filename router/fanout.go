@@ -14,6 +14,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
 	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -367,7 +368,7 @@ func (r *Router) legDatabases(ctx context.Context, x *Exchange, backendPattern s
 			if cat.Default {
 				ext = append(ext[:0], db...)
 			} else {
-				ext = append(append(append(ext[:0], cat.Name...), r.ns.sep...), db...)
+				ext = append(append(append(ext[:0], cat.Name...), r.ns.Separator()...), db...)
 			}
 			if !match.Match(ext) {
 				continue
@@ -380,7 +381,7 @@ func (r *Router) legDatabases(ctx context.Context, x *Exchange, backendPattern s
 		if cat.Default {
 			x.legOut = wire.AppendBytes(x.legOut, db)
 		} else {
-			x.legOut = appendPrefixed(x.legOut, cat.Name, r.ns.sep, "", db)
+			x.legOut = naming.AppendPrefixed(x.legOut, cat.Name, r.ns.Separator(), "", db)
 		}
 		x.legN++
 	}
@@ -393,7 +394,7 @@ func (r *Router) legDatabases(ctx context.Context, x *Exchange, backendPattern s
 // resultList reads the head of a list-returning *_result body: an
 // exception field is the backend's error (named, counted), field 0 the list
 // of elem elements, whose count it returns with b at the first element.
-func (r *Router) resultList(b *wire.Buf, cat *Catalog, method string, body []byte, elem byte) (int, error) {
+func (r *Router) resultList(b *wire.Buf, cat *naming.Catalog, method string, body []byte, elem byte) (int, error) {
 	t, id, err := b.FieldHeader()
 	switch {
 	case err != nil:
@@ -520,7 +521,7 @@ func (r *Router) legFetch(ctx context.Context, x *Exchange, method string, args 
 }
 
 // appFailure is the error of a TApplicationException answer, counted.
-func appFailure(r *Router, cat *Catalog, method string, body []byte) error {
+func appFailure(r *Router, cat *naming.Catalog, method string, body []byte) error {
 	_, msg, _ := wire.ParseAppException(body)
 	if r.metrics != nil {
 		r.metrics.BackendFailure(cat.Name, "TApplicationException")
@@ -529,7 +530,7 @@ func appFailure(r *Router, cat *Catalog, method string, body []byte) error {
 }
 
 // A cached reply is the message type followed by the backend's body.
-func cachedBody(val []byte, cat *Catalog, method string) ([]byte, error) {
+func cachedBody(val []byte, cat *naming.Catalog, method string) ([]byte, error) {
 	if len(val) == 0 {
 		return nil, fmt.Errorf("catalog %s: %s: empty cached reply", cat.Name, method)
 	}
@@ -554,7 +555,7 @@ func userKey(id *security.Identity) string {
 // unless the cache is shared across users: a shared entry is loaded by the
 // proxy itself, whoever asked first. The shared get_all_databases loader of
 // a catalog is built once.
-func (r *Router) listLoader(cat *Catalog, id *security.Identity, method string, args []byte, all bool) dbcache.Loader {
+func (r *Router) listLoader(cat *naming.Catalog, id *security.Identity, method string, args []byte, all bool) dbcache.Loader {
 	if r.res.cache.Shared(dbcache.DatabaseList) {
 		id = nil
 		if all {
@@ -566,7 +567,7 @@ func (r *Router) listLoader(cat *Catalog, id *security.Identity, method string, 
 	return r.newListLoader(cat, id, method, append([]byte(nil), args...))
 }
 
-func (r *Router) newListLoader(cat *Catalog, id *security.Identity, method string, args []byte) dbcache.Loader {
+func (r *Router) newListLoader(cat *naming.Catalog, id *security.Identity, method string, args []byte) dbcache.Loader {
 	return func(ctx context.Context) ([]byte, bool, error) {
 		ctx = context.WithValue(ctx, ctxKey{}, &RequestInfo{Method: method, Identity: id})
 		req := wire.AppendHeader(make([]byte, 0, 64+len(args)), wire.Header{Name: method, Type: wire.Call, SeqID: 1})
@@ -593,7 +594,7 @@ func (r *Router) newListLoader(cat *Catalog, id *security.Identity, method strin
 // fetch sends one call (a whole message, which it may modify) to cat on the
 // pool of ctx's caller; with hedged reads on, a second attempt goes to
 // another session once the first has taken longer than the hedge delay.
-func (r *Router) fetch(ctx context.Context, id uint64, cat *Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
+func (r *Router) fetch(ctx context.Context, id uint64, cat *naming.Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
 	b, err := r.backendFor(ctx, cat)
 	if err != nil {
 		return nil, nil, err
@@ -625,7 +626,7 @@ type attempt struct {
 // hedgeDelay is how long the first attempt may take before a second one is
 // sent: max(MinDelay, latency EWMA × DelayMultiplier); 0 before the catalog
 // has answered once (nothing to compare with).
-func (r *Router) hedgeDelay(cat *Catalog) time.Duration {
+func (r *Router) hedgeDelay(cat *naming.Catalog) time.Duration {
 	ewma, ok := r.res.guards[cat].LatencyEWMA()
 	if !ok {
 		return 0
@@ -646,7 +647,7 @@ func (r *Router) hedgeDelay(cat *Catalog) time.Duration {
 // max-parallelism (a leg that ends makes room): the first answer wins, the other attempt is cancelled (its
 // session closed; the breaker counts a cancelled call neither way). When the
 // first to return failed, the other one is waited for.
-func (r *Router) hedged(ctx context.Context, b *Backend, cat *Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
+func (r *Router) hedged(ctx context.Context, b *Backend, cat *naming.Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
 	delay := r.hedgeDelay(cat)
 	if delay <= 0 {
 		return b.CallBefore(ctx, req, true, by)
@@ -714,19 +715,4 @@ func (r *Router) hedged(ctx context.Context, b *Backend, cat *Catalog, req []byt
 		}
 	}
 	return a.reply, a.done, a.err
-}
-
-// hivePattern compiles a metastore name pattern as HMS does: alternatives
-// split on '|', '*' matches anything, the rest is a regex, case-insensitive,
-// whole name.
-func hivePattern(p string) (*regexp.Regexp, error) {
-	parts := strings.Split(strings.TrimSpace(p), "|")
-	for i, s := range parts {
-		parts[i] = strings.ReplaceAll(s, "*", ".*")
-	}
-	re, err := regexp.Compile("(?i)^(?:" + strings.Join(parts, "|") + ")$")
-	if err != nil {
-		return nil, fmt.Errorf("database pattern %q is not valid: %v", p, err)
-	}
-	return re, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hms-proxy/hms-proxy/monitoring"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/security"
 )
 
@@ -165,7 +166,7 @@ func (c *countedConn) Close() error {
 	return c.Conn.Close()
 }
 
-func (r *Router) impersonate(c *Catalog, base BackendOptions, o *ImpersonationOptions) error {
+func (r *Router) impersonate(c *naming.Catalog, base BackendOptions, o *ImpersonationOptions) error {
 	if o.UserDial == nil {
 		return fmt.Errorf("catalog %s: impersonation without a way to open user sessions", c.Name)
 	}
@@ -181,7 +182,7 @@ func (r *Router) impersonate(c *Catalog, base BackendOptions, o *ImpersonationOp
 	u := &userPools{cat: c.Name, opt: o, base: base, shared: r.backends[c], log: log.With("catalog", c.Name),
 		users: map[string]*userPool{}, done: make(chan struct{})}
 	if r.users == nil {
-		r.users = map[*Catalog]*userPools{}
+		r.users = map[*naming.Catalog]*userPools{}
 	}
 	r.users[c] = u
 	if tick := sweepInterval(o.ClientIdleTTL, o.SessionIdleTTL); tick > 0 {
@@ -208,7 +209,7 @@ func sweepInterval(ttls ...time.Duration) time.Duration {
 
 // backendFor is the pool a call of ctx's caller uses on cat: the caller's
 // own under impersonation, else the shared one.
-func (r *Router) backendFor(ctx context.Context, cat *Catalog) (*Backend, error) {
+func (r *Router) backendFor(ctx context.Context, cat *naming.Catalog) (*Backend, error) {
 	u := r.users[cat]
 	if u == nil {
 		return r.backends[cat], nil

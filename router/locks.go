@@ -14,6 +14,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -510,7 +511,7 @@ func shimError(method string, err error) error {
 // catalog's compat plan, as the executor would) and decodes its result. A
 // declared exception is in res; a TApplicationException of the backend is
 // answered as such; a transport failure is a backendError.
-func (r *Router) callCatalog(ctx context.Context, x *Exchange, cat *Catalog, method string, args, res thrift.TStruct) error {
+func (r *Router) callCatalog(ctx context.Context, x *Exchange, cat *naming.Catalog, method string, args, res thrift.TStruct) error {
 	body, err := encodeThrift(args)
 	if err != nil {
 		return err

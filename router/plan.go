@@ -7,6 +7,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -24,7 +25,7 @@ type Plan struct {
 		// PlanSingle
 		Spec
 
-	Target        *Catalog
+	Target        *naming.Catalog
 	Patches       []wire.Patch // inward rewrites (external → backend names) of the arguments
 	DBs           []string     // backend database names the request names (access modes, messages)
 	DefaultRouted bool         // no catalog hint: the default catalog serves it
@@ -112,7 +113,7 @@ const (
 
 // Leg is one catalog's part of a fan-out.
 type Leg struct {
-	Cat            *Catalog
+	Cat            *naming.Catalog
 	Op             LegOp
 	BackendPattern string         // LegDatabases: "" = get_all_databases
 	Match          *regexp.Regexp // external names to keep (nil: all)
@@ -272,25 +273,25 @@ const dummyDatabase = "_dummy_database"
 // route collects the catalog hints of a request while its arguments are
 // walked once.
 type route struct {
-	explicit     *Catalog // a catalog field or marker naming a proxy catalog
-	prefixed     *Catalog // a database name with a catalog prefix
-	unprefixed   bool     // a database name without one (a hint for the default catalog)
-	conflict     []string // catalogs named beyond the first
-	unprefixedDB string   // the first unprefixed name (for messages)
-	prefixedDB   string   // the first prefixed name (for messages)
+	explicit     *naming.Catalog // a catalog field or marker naming a proxy catalog
+	prefixed     *naming.Catalog // a database name with a catalog prefix
+	unprefixed   bool            // a database name without one (a hint for the default catalog)
+	conflict     []string        // catalogs named beyond the first
+	unprefixedDB string          // the first unprefixed name (for messages)
+	prefixedDB   string          // the first prefixed name (for messages)
 	// backendNamed: a catalog field holds a metastore's own catalog name
 	// ("hive") rather than a proxy catalog's: the catalog whose backend
 	// that is (the default catalog when several share it). It decides only
 	// when nothing else names a catalog or database.
-	backendNamed *Catalog
+	backendNamed *naming.Catalog
 	// For renames (alter_table forms): where the source and the target
 	// table's database resolve.
-	source, target *Catalog
+	source, target *naming.Catalog
 	sourceDB       string
 	targetDB       string
 }
 
-func (rt *route) note(list *[]string, c *Catalog, first *Catalog) {
+func (rt *route) note(list *[]string, c *naming.Catalog, first *naming.Catalog) {
 	if first == nil || first == c {
 		return
 	}
@@ -305,7 +306,7 @@ func (rt *route) note(list *[]string, c *Catalog, first *Catalog) {
 	*list = append(*list, c.Name)
 }
 
-func (rt *route) hintCatalog(c *Catalog) {
+func (rt *route) hintCatalog(c *naming.Catalog) {
 	if rt.explicit == nil {
 		rt.explicit = c
 	}
@@ -315,7 +316,7 @@ func (rt *route) hintCatalog(c *Catalog) {
 	}
 }
 
-func (rt *route) hintPrefixed(c *Catalog, ext string) {
+func (rt *route) hintPrefixed(c *naming.Catalog, ext string) {
 	if rt.prefixed == nil {
 		rt.prefixed, rt.prefixedDB = c, ext
 	}
@@ -328,7 +329,7 @@ func (rt *route) hintPrefixed(c *Catalog, ext string) {
 // target resolves the hints: one catalog, or conflicting ones. An unprefixed
 // database name belongs to the default catalog, unless a catalog field names
 // the catalog explicitly (Hive 3 clients send catName with plain names).
-func (rt *route) resolve(def *Catalog) (c *Catalog, explicit bool, conflict []string) {
+func (rt *route) resolve(def *naming.Catalog) (c *naming.Catalog, explicit bool, conflict []string) {
 	switch {
 	case len(rt.conflict) > 0:
 		return nil, false, rt.conflict
@@ -347,7 +348,7 @@ func (rt *route) resolve(def *Catalog) (c *Catalog, explicit bool, conflict []st
 // request's arguments while they are walked once (wire.Visitor; it lives in
 // the request, so a walk allocates nothing for it).
 type argVisitor struct {
-	ns   *Namespace
+	ns   *naming.Namespace
 	spec *methods.Spec
 	p    *Plan
 	rt   *route
@@ -371,45 +372,45 @@ func (a *argVisitor) Visit(s *wire.Span) error {
 	inTable := s.Path != nil && s.Path.Name == "Table"
 	switch s.Role {
 	case methods.RoleDB, methods.RoleDBPattern:
-		ref := parseDBRef(val)
-		if mc := ns.markerCatalog(ref); mc != nil {
+		ref := naming.ParseRef(val)
+		if mc := ns.MarkerCatalog(ref); mc != nil {
 			rt.hintCatalog(mc)
 		}
-		db, explicit := ref.name, false
-		var c *Catalog
-		if ref.hasName && ref.name != "" {
+		db, explicit := ref.Name, false
+		var c *naming.Catalog
+		if ref.HasName && ref.Name != "" {
 			if s.Role == methods.RoleDBPattern {
-				c, db, explicit = ns.SplitPattern(ref.name)
+				c, db, explicit = ns.SplitPattern(ref.Name)
 			} else {
-				c, db, explicit = ns.SplitDB(ref.name)
+				c, db, explicit = ns.SplitDB(ref.Name)
 			}
 		}
 		if explicit {
-			rt.hintPrefixed(c, ref.name)
-		} else if s.Role == methods.RoleDB && ref.name != "" && !strings.EqualFold(ref.name, dummyDatabase) && !ref.marked {
+			rt.hintPrefixed(c, ref.Name)
+		} else if s.Role == methods.RoleDB && ref.Name != "" && !strings.EqualFold(ref.Name, dummyDatabase) && !ref.Marked {
 			if !rt.unprefixed {
-				rt.unprefixed, rt.unprefixedDB = true, ref.name
+				rt.unprefixed, rt.unprefixedDB = true, ref.Name
 			}
 		}
-		if spec.Rename && s.Role == methods.RoleDB && ref.name != "" {
+		if spec.Rename && s.Role == methods.RoleDB && ref.Name != "" {
 			// A name with a prefix, or with a marker naming a proxy
 			// catalog, carries its catalog; any other is resolved after
 			// the walk (planSingle), when the whole request is known.
-			var rc *Catalog
+			var rc *naming.Catalog
 			if explicit {
 				rc = c
-			} else if mc := ns.markerCatalog(ref); mc != nil {
+			} else if mc := ns.MarkerCatalog(ref); mc != nil {
 				rc = mc
 			}
 			if inTable {
 				if rt.targetDB == "" {
-					rt.target, rt.targetDB = rc, ref.name
+					rt.target, rt.targetDB = rc, ref.Name
 				}
 			} else if rt.sourceDB == "" {
-				rt.source, rt.sourceDB = rc, ref.name
+				rt.source, rt.sourceDB = rc, ref.Name
 			}
 		}
-		if internal := ns.internalRef(ref, db); internal != val {
+		if internal := ns.InternalRef(ref, db); internal != val {
 			p.Patches = append(p.Patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, internal)})
 		}
 		if db != "" && s.Role == methods.RoleDB && !strings.EqualFold(db, dummyDatabase) {
@@ -422,7 +423,7 @@ func (a *argVisitor) Visit(s *wire.Span) error {
 				p.Patches = append(p.Patches, wire.Patch{Start: s.Start, End: s.End, Data: wire.AppendString(nil, c.BackendName)})
 			}
 		} else if rt.backendNamed == nil {
-			rt.backendNamed = ns.backendCatalog(val)
+			rt.backendNamed = ns.BackendCatalog(val)
 		}
 	case methods.RoleFullTable:
 		c, internal, explicit := ns.SplitFullTable(val)
@@ -444,11 +445,11 @@ func (a *argVisitor) Visit(s *wire.Span) error {
 // patternRef reads a database pattern argument. An absent (null) pattern
 // is not the empty name: Hive's handlers read null as "every database"
 // (get_databases lists them all, get_table_meta filters on nothing).
-func patternRef(f *wire.Value) dbRef {
+func patternRef(f *wire.Value) naming.Ref {
 	if f == nil {
-		return dbRef{}
+		return naming.Ref{}
 	}
-	return parseDBRef(f.String())
+	return naming.ParseRef(f.String())
 }
 
 // namesNothing reports whether a database pattern argument matches nothing
@@ -458,11 +459,11 @@ func patternRef(f *wire.Value) dbRef {
 // catalog a metastore behind the proxy has ("@nosuchcatalog#*", "@h*#*":
 // the metastore takes the catalog name literally). A marker without a
 // database ("@hive#") means every database.
-func (r *Router) namesNothing(ref dbRef) bool {
-	if ref.hasName && ref.name == "" {
+func (r *Router) namesNothing(ref naming.Ref) bool {
+	if ref.HasName && ref.Name == "" {
 		return true
 	}
-	return ref.marked && r.ns.markerCatalog(ref) == nil && r.ns.backendCatalog(ref.markCat) == nil
+	return ref.Marked && r.ns.MarkerCatalog(ref) == nil && r.ns.BackendCatalog(ref.MarkCat) == nil
 }
 
 // planCatalogRegistry plans create/drop/alter_catalog. Catalogs are the
@@ -610,32 +611,19 @@ func (r *Router) planSingle(req *request) {
 	}
 }
 
-// splitAlternatives splits a metastore name pattern on '|' (HMS matches each
-// alternative on its own).
-func splitAlternatives(p string) []string {
-	parts := strings.Split(p, "|")
-	out := parts[:0]
-	for _, s := range parts {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // patternLegs plans a database pattern over the catalogs: each '|'
 // alternative with a catalog prefix goes to that catalog alone (its rest as
 // the backend pattern); an alternative without one matches every catalog's
 // external names. The union is in catalog order. ok is false when the pattern
 // is not a valid metastore pattern.
 type patternPart struct {
-	cat  *Catalog // nil: every catalog
-	rest string   // the pattern for cat's backend, or the external pattern
+	cat  *naming.Catalog // nil: every catalog
+	rest string          // the pattern for cat's backend, or the external pattern
 }
 
 func (r *Router) patternParts(pattern string) []patternPart {
 	var parts []patternPart
-	for _, alt := range splitAlternatives(pattern) {
+	for _, alt := range naming.Alternatives(pattern) {
 		if c, rest, ok := r.ns.SplitPattern(alt); ok {
 			parts = append(parts, patternPart{cat: c, rest: rest})
 		} else {
@@ -665,15 +653,15 @@ func (r *Router) planDatabases(req *request) {
 	// every database (getAllDatabases); a backend name ("hive") does not
 	// narrow the call.
 	ref := patternRef(v.Field(1))
-	pattern := ref.name
+	pattern := ref.Name
 	if r.namesNothing(ref) {
 		p.Kind, p.Local = PlanLocal, AnswerEmpty
 		return
 	}
-	if only := r.ns.markerCatalog(ref); only != nil {
+	if only := r.ns.MarkerCatalog(ref); only != nil {
 		leg := Leg{Cat: only, Op: LegDatabases}
 		if pattern != "" && pattern != "*" {
-			re, err := hivePattern(pattern)
+			re, err := naming.Pattern(pattern)
 			if err != nil {
 				p.Kind, p.Refusal = PlanRefuse, refusal(RefuseMeta, "bad_pattern", "get_databases: %v", err)
 				return
@@ -690,8 +678,8 @@ func (r *Router) planDatabases(req *request) {
 		return
 	}
 	parts := r.patternParts(pattern)
-	per := map[*Catalog][]string{} // backend alternatives per catalog
-	var external []string          // alternatives over external names
+	per := map[*naming.Catalog][]string{} // backend alternatives per catalog
+	var external []string                 // alternatives over external names
 	for _, pp := range parts {
 		if pp.cat != nil {
 			per[pp.cat] = append(per[pp.cat], pp.rest)
@@ -701,7 +689,7 @@ func (r *Router) planDatabases(req *request) {
 	}
 	var extRe *regexp.Regexp
 	if len(external) > 0 {
-		if extRe, err = hivePattern(strings.Join(external, "|")); err != nil {
+		if extRe, err = naming.Pattern(strings.Join(external, "|")); err != nil {
 			p.Kind, p.Refusal = PlanRefuse, refusal(RefuseMeta, "bad_pattern", "get_databases: %v", err)
 			return
 		}
@@ -714,7 +702,7 @@ func (r *Router) planDatabases(req *request) {
 		case len(backend) > 0:
 			// Both prefixed alternatives of this catalog and unprefixed
 			// ones: list all, keep what either matches.
-			re, err := hivePattern(strings.Join(backend, "|"))
+			re, err := naming.Pattern(strings.Join(backend, "|"))
 			if err != nil {
 				p.Kind, p.Refusal = PlanRefuse, refusal(RefuseMeta, "bad_pattern", "get_databases: %v", err)
 				return
@@ -742,7 +730,7 @@ func (r *Router) planTableMeta(req *request) {
 	// Hive 3 clients send "@<catalog>#<pattern>": a proxy catalog there
 	// narrows the call to that catalog; a backend name ("hive") does not.
 	ref := patternRef(args.Field(1))
-	dbPattern := ref.name
+	dbPattern := ref.Name
 	if r.namesNothing(ref) {
 		p.Kind, p.Local = PlanLocal, AnswerEmpty
 		return
@@ -752,7 +740,7 @@ func (r *Router) planTableMeta(req *request) {
 		a.Set(1, wire.Str(backendPattern))
 		return a
 	}
-	if mc := r.ns.markerCatalog(ref); mc != nil {
+	if mc := r.ns.MarkerCatalog(ref); mc != nil {
 		rest := dbPattern
 		if rest == "" {
 			rest = "*"
@@ -766,7 +754,7 @@ func (r *Router) planTableMeta(req *request) {
 		}
 		return
 	}
-	per := map[*Catalog][]string{}
+	per := map[*naming.Catalog][]string{}
 	var external []string
 	for _, pp := range r.patternParts(dbPattern) {
 		if pp.cat != nil {
@@ -777,7 +765,7 @@ func (r *Router) planTableMeta(req *request) {
 	}
 	var extRe *regexp.Regexp
 	if len(external) > 0 {
-		if extRe, err = hivePattern(strings.Join(external, "|")); err != nil {
+		if extRe, err = naming.Pattern(strings.Join(external, "|")); err != nil {
 			p.Kind, p.Refusal = PlanRefuse, refusal(RefuseMeta, "bad_pattern", "get_table_meta: %v", err)
 			return
 		}
@@ -792,7 +780,7 @@ func (r *Router) planTableMeta(req *request) {
 			}
 			p.Legs = append(p.Legs, Leg{Cat: c, Op: LegTableMeta, Args: withDB(strings.Join(alts, "|"))})
 		case len(backend) > 0:
-			re, err := hivePattern(strings.Join(backend, "|"))
+			re, err := naming.Pattern(strings.Join(backend, "|"))
 			if err != nil {
 				p.Kind, p.Refusal = PlanRefuse, refusal(RefuseMeta, "bad_pattern", "get_table_meta: %v", err)
 				return
@@ -810,7 +798,7 @@ func (r *Router) planTableMeta(req *request) {
 
 // internalOnly turns a pattern over catalog c's backend names into one over
 // its external names ("<c><sep>" + the backend pattern).
-func internalOnly(re *regexp.Regexp, ns *Namespace, c *Catalog) *regexp.Regexp {
+func internalOnly(re *regexp.Regexp, ns *naming.Namespace, c *naming.Catalog) *regexp.Regexp {
 	if c.Default {
 		return re
 	}
@@ -820,7 +808,7 @@ func internalOnly(re *regexp.Regexp, ns *Namespace, c *Catalog) *regexp.Regexp {
 
 // internalOrExternal matches a name of catalog c given in either form (a
 // Hive 3 client naming the catalog with a marker sends backend names).
-func internalOrExternal(re *regexp.Regexp, ns *Namespace, c *Catalog) *regexp.Regexp {
+func internalOrExternal(re *regexp.Regexp, ns *naming.Namespace, c *naming.Catalog) *regexp.Regexp {
 	if c.Default {
 		return re
 	}

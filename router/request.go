@@ -25,6 +25,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
 	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
@@ -70,14 +71,14 @@ type Options struct {
 
 // Router routes calls of every front-door listener.
 type Router struct {
-	ns       *Namespace
+	ns       *naming.Namespace
 	table    *methods.Table
-	backends map[*Catalog]*Backend
-	policies map[*Catalog]*Policy
+	backends map[*naming.Catalog]*Backend
+	policies map[*naming.Catalog]*Policy
 	exposed  bool // some catalog's expose rules hide something
-	runtimes map[*Catalog]*compat.Runtime
-	dialects map[*Catalog]*compat.Dialect // backend field-id dialects (HDP 3.1.5 Table)
-	guards   map[*Catalog]*compat.Guard   // drop implied fields; refuse writes the backend runtime would silently lose
+	runtimes map[*naming.Catalog]*compat.Runtime
+	dialects map[*naming.Catalog]*compat.Dialect // backend field-id dialects (HDP 3.1.5 Table)
+	guards   map[*naming.Catalog]*compat.Guard   // drop implied fields; refuse writes the backend runtime would silently lose
 	adapters *compat.Adapters
 	metrics  *monitoring.Metrics
 	audit    *audit.Logger
@@ -94,7 +95,7 @@ type Router struct {
 	lockStore   lockStoreState
 	tablePaths  map[string][][]int16 // create_table*/alter_table*: where their Tables are (ACID policy)
 	locals      map[string]LocalHandler
-	users       map[*Catalog]*userPools
+	users       map[*naming.Catalog]*userPools
 	res         resilience
 }
 
@@ -120,7 +121,7 @@ func New(opt Options) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Router{table: table, backends: map[*Catalog]*Backend{}, policies: map[*Catalog]*Policy{}, runtimes: map[*Catalog]*compat.Runtime{}, dialects: map[*Catalog]*compat.Dialect{}, guards: map[*Catalog]*compat.Guard{},
+	r := &Router{table: table, backends: map[*naming.Catalog]*Backend{}, policies: map[*naming.Catalog]*Policy{}, runtimes: map[*naming.Catalog]*compat.Runtime{}, dialects: map[*naming.Catalog]*compat.Dialect{}, guards: map[*naming.Catalog]*compat.Guard{},
 		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: int(cfg.Server.MaxMessageSize), trace: opt.Tracer,
 		shim: opt.Locks, lockMetrics: opt.LockMetrics, tablePaths: ddlTablePaths()}
 	if err := tableFieldIDs(); err != nil {
@@ -136,9 +137,9 @@ func New(opt Options) (*Router, error) {
 		}
 	}
 	r.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
-	r.res = resilience{opt: opt.Resilience, guards: map[*Catalog]*breaker.Guard{}, state: map[*Catalog]*catalogState{},
+	r.res = resilience{opt: opt.Resilience, guards: map[*naming.Catalog]*breaker.Guard{}, state: map[*naming.Catalog]*catalogState{},
 		cache: opt.Resilience.Cache, m: opt.Resilience.Metrics}
-	var cats []*Catalog
+	var cats []*naming.Catalog
 	byName := map[string]*configs.CatalogConfig{}
 	for _, cc := range cfg.Catalogs {
 		backendName := cc.Conf["metastore.catalog.default"]
@@ -148,10 +149,10 @@ func New(opt Options) (*Router, error) {
 		if backendName == "" {
 			backendName = "hive"
 		}
-		cats = append(cats, &Catalog{Name: cc.Name, BackendName: backendName})
+		cats = append(cats, &naming.Catalog{Name: cc.Name, BackendName: backendName})
 		byName[cc.Name] = cc
 	}
-	r.ns = NewNamespace(cfg.Routing.CatalogDBSeparator, cfg.Routing.DefaultCatalog,
+	r.ns = naming.NewNamespace(cfg.Routing.CatalogDBSeparator, cfg.Routing.DefaultCatalog,
 		cfg.Federation.PreserveBackendCatalogName, cats)
 	if r.ns.Default() == nil {
 		return nil, fmt.Errorf("routing.default-catalog=%q is not one of catalogs", cfg.Routing.DefaultCatalog)
@@ -225,7 +226,7 @@ func New(opt Options) (*Router, error) {
 	r.chain = compose(r.execute, mws...)
 	r.locals = opt.Local
 	if r.res.cache.Shared(dbcache.DatabaseList) {
-		r.res.allLoaders = map[*Catalog]dbcache.Loader{}
+		r.res.allLoaders = map[*naming.Catalog]dbcache.Loader{}
 		for _, c := range cats {
 			r.res.allLoaders[c] = r.newListLoader(c, nil, "get_all_databases", emptyArgs)
 		}
@@ -251,7 +252,7 @@ func firstNonEmpty(s ...string) string {
 func (r *Router) Table() *methods.Table { return r.table }
 
 // Namespace returns the naming model.
-func (r *Router) Namespace() *Namespace { return r.ns }
+func (r *Router) Namespace() *naming.Namespace { return r.ns }
 
 // WriteIsolated reports whether concurrent writers of one table of catalog
 // are serialized by a lock the proxy can rely on: the default catalog's own
@@ -478,8 +479,8 @@ func view(b []byte) string {
 // It runs after a reply was read (outwardPatches), or while the pool reads
 // it (ReplyWalk), which saves a second pass over the reply.
 type outward struct {
-	ns      *Namespace
-	cat     *Catalog
+	ns      *naming.Namespace
+	cat     *naming.Catalog
 	patches []wire.Patch
 	arena   []byte
 }
@@ -493,13 +494,13 @@ func (o *outward) Visit(s *wire.Span) error {
 			return nil
 		}
 		start := len(o.arena)
-		o.arena = appendPrefixed(o.arena, cat.Name, ns.sep, "", s.Val)
+		o.arena = naming.AppendPrefixed(o.arena, cat.Name, ns.Separator(), "", s.Val)
 		o.patches = append(o.patches, wire.Patch{Start: s.Start, End: s.End, Data: o.arena[start:len(o.arena):len(o.arena)]})
 	case methods.RoleCatalog:
-		if ns.preserve || string(s.Val) == cat.Name {
+		if ns.Preserve() || string(s.Val) == cat.Name {
 			return nil
 		}
-		o.patches = append(o.patches, wire.Patch{Start: s.Start, End: s.End, Data: cat.encoded()})
+		o.patches = append(o.patches, wire.Patch{Start: s.Start, End: s.End, Data: cat.Encoded()})
 	}
 	return nil
 }
@@ -508,18 +509,8 @@ func (o *outward) Visit(s *wire.Span) error {
 func (o *outward) Reset() { o.patches, o.arena = o.patches[:0], o.arena[:0] }
 
 // outwardPatches computes the outward rewrites of a result body.
-func (r *Router) outwardPatches(plan *wire.Plan, cat *Catalog, body []byte, patches []wire.Patch) ([]wire.Patch, error) {
+func (r *Router) outwardPatches(plan *wire.Plan, cat *naming.Catalog, body []byte, patches []wire.Patch) ([]wire.Patch, error) {
 	o := outward{ns: r.ns, cat: cat, patches: patches}
 	err := wire.WalkVisitor(body, plan, 0, &o)
 	return o.patches, err
-}
-
-// appendPrefixed appends the Thrift string a+b+c+d.
-func appendPrefixed(dst []byte, a, b, c string, d []byte) []byte {
-	n := len(a) + len(b) + len(c) + len(d)
-	dst = append(dst, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
-	dst = append(dst, a...)
-	dst = append(dst, b...)
-	dst = append(dst, c...)
-	return append(dst, d...)
 }

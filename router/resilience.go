@@ -12,6 +12,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/router/polling"
 )
 
@@ -169,20 +170,20 @@ type catalogState struct {
 // resilience is the router's part of ResilienceOptions.
 type resilience struct {
 	opt    ResilienceOptions
-	guards map[*Catalog]*breaker.Guard
-	state  map[*Catalog]*catalogState
+	guards map[*naming.Catalog]*breaker.Guard
+	state  map[*naming.Catalog]*catalogState
 	poller *polling.Poller
 	cache  *dbcache.Cache
 	m      *ResilienceMetrics
 	// allLoaders: the shared get_all_databases loader of each catalog
 	// (built once: a cache hit allocates no loader).
-	allLoaders map[*Catalog]dbcache.Loader
+	allLoaders map[*naming.Catalog]dbcache.Loader
 
 	startOnce sync.Once
 }
 
 // guardFor returns the configured guard of a catalog or a default one.
-func (rs *resilience) guardFor(c *Catalog, budget time.Duration) (*breaker.Guard, error) {
+func (rs *resilience) guardFor(c *naming.Catalog, budget time.Duration) (*breaker.Guard, error) {
 	if g := rs.opt.Guards[c.Name]; g != nil {
 		return g, nil
 	}
@@ -203,7 +204,7 @@ func (r *Router) newPoller(o polling.Options) (*polling.Poller, error) {
 			return polling.DBUUID.Check(reply)
 		}})
 	}
-	byName := map[string]*Catalog{}
+	byName := map[string]*naming.Catalog{}
 	for _, c := range r.ns.Catalogs() {
 		byName[c.Name] = c
 	}
@@ -256,7 +257,7 @@ func (r *Router) LastBackgroundProbe() time.Time {
 // degradedNow says why a safe fan-out leaves catalog c out before asking
 // it: its circuit is open, or its last background probe failed ("" when it
 // is asked).
-func (r *Router) degradedNow(c *Catalog) string {
+func (r *Router) degradedNow(c *naming.Catalog) string {
 	if r.res.guards[c].Circuit() == breaker.Open {
 		return OmitCircuitOpen
 	}
@@ -284,7 +285,7 @@ func omissionReason(err error) string {
 }
 
 // recordOmission counts, logs and remembers one omitted catalog.
-func (r *Router) recordOmission(method string, c *Catalog, reason string, err error) {
+func (r *Router) recordOmission(method string, c *naming.Catalog, reason string, err error) {
 	st := r.res.state[c]
 	st.omitted.Add(1)
 	st.lastOmit.Store(time.Now().Unix())

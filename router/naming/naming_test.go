@@ -1,4 +1,4 @@
-package router
+package naming
 
 import "testing"
 
@@ -87,7 +87,7 @@ func TestSplitPatternUnderstandsHiveServer2Translation(t *testing.T) {
 }
 
 func TestHivePatternMatchesLikeHMS(t *testing.T) {
-	re, err := hivePattern("catalog2__sal*|other")
+	re, err := Pattern("catalog2__sal*|other")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,11 +97,11 @@ func TestHivePatternMatchesLikeHMS(t *testing.T) {
 		}
 	}
 	// HiveServer2's translated form matches the external name, because '.' is a regex wildcard.
-	re, _ = hivePattern("catalog2..sales")
+	re, _ = Pattern("catalog2..sales")
 	if !re.MatchString("catalog2__sales") {
 		t.Error("catalog2..sales should match catalog2__sales")
 	}
-	if _, err := hivePattern("bad(["); err == nil {
+	if _, err := Pattern("bad(["); err == nil {
 		t.Error("an invalid pattern must be an error")
 	}
 }

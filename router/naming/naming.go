@@ -1,4 +1,7 @@
-package router
+// Package naming is hms-proxy's naming model: the catalogs, the default one,
+// and how a client's database names, patterns and catalog markers map to a
+// catalog and its metastore's names (and back).
+package naming
 
 import (
 	"strings"
@@ -24,6 +27,9 @@ type Catalog struct {
 	Name        string // proxy catalog id, as configured
 	BackendName string // catName the backend metastore uses (usually "hive")
 	Default     bool
+	// Index is the catalog's position in configured order: the router
+	// finds a catalog's lane at this index.
+	Index int
 	// hs2Prefix is the HiveServer2-translated form of "<name><sep>" for LIKE
 	// patterns: every '_' became '.', so "remote_hdp__" reads "remote.hdp..".
 	hs2Prefix string
@@ -31,17 +37,18 @@ type Catalog struct {
 	enc       []byte // Name as an encoded Thrift string (outward catName)
 }
 
-// encoded is the catalog's name as a Thrift string, built once.
-func (c *Catalog) encoded() []byte { return c.enc }
+// Encoded is the catalog's name as a Thrift string, built once.
+func (c *Catalog) Encoded() []byte { return c.enc }
 
 // NewNamespace builds the model; names must be unique (validated by configs).
 func NewNamespace(sep, defaultCatalog string, preserve bool, cats []*Catalog) *Namespace {
 	n := &Namespace{sep: sep, byName: map[string]*Catalog{}, preserve: preserve}
-	for _, c := range cats {
+	for i, c := range cats {
+		c.Index = i
 		c.Default = strings.EqualFold(c.Name, defaultCatalog)
 		c.lowerSep = strings.ToLower(c.Name) + sep
 		c.hs2Prefix = strings.ReplaceAll(c.lowerSep, "_", ".")
-		c.enc = appendPrefixed(nil, c.Name, "", "", nil)
+		c.enc = AppendPrefixed(nil, c.Name, "", "", nil)
 		n.byName[strings.ToLower(c.Name)] = c
 		n.ordered = append(n.ordered, c)
 		if c.Default {
@@ -60,11 +67,11 @@ func (n *Namespace) Catalogs() []*Catalog { return n.ordered }
 // Lookup finds a proxy catalog by name (case-insensitive).
 func (n *Namespace) Lookup(name string) *Catalog { return n.byName[strings.ToLower(name)] }
 
-// backendCatalog is the catalog whose metastore calls its own catalog name
+// BackendCatalog is the catalog whose metastore calls its own catalog name
 // (case-insensitively; "hive" unless metastore.catalog.default says
 // otherwise): the default catalog when it does, else the first such catalog
 // in configured order; nil when no metastore behind the proxy has it.
-func (n *Namespace) backendCatalog(name string) *Catalog {
+func (n *Namespace) BackendCatalog(name string) *Catalog {
 	if name == "" {
 		return nil
 	}
@@ -78,6 +85,10 @@ func (n *Namespace) backendCatalog(name string) *Catalog {
 	}
 	return nil
 }
+
+// Preserve is federation.preserve-backend-catalog-name: answers keep the
+// metastore's own catalog name.
+func (n *Namespace) Preserve() bool { return n.preserve }
 
 // Separator returns the catalog/db separator.
 func (n *Namespace) Separator() string { return n.sep }
@@ -164,52 +175,62 @@ const (
 	emptyDB      = "!"
 )
 
-// dbRef is a database argument with its optional Hive 3 catalog marker.
-type dbRef struct {
-	marked  bool   // had the "@cat#" form
-	markCat string // the catalog named by the marker
-	name    string // the database (or pattern) part; "" when absent
-	hasName bool
+// Ref is a database argument with its optional Hive 3 catalog marker.
+type Ref struct {
+	Marked  bool   // had the "@cat#" form
+	MarkCat string // the catalog named by the marker
+	Name    string // the database (or pattern) part; "" when absent
+	HasName bool
 }
 
-func parseDBRef(s string) dbRef {
+func ParseRef(s string) Ref {
 	if strings.HasPrefix(s, catMarker) {
 		if i := strings.Index(s, catSeparator); i > 0 {
-			r := dbRef{marked: true, markCat: s[1:i], name: s[i+1:]}
-			r.hasName = r.name != ""
-			if r.name == emptyDB {
-				r.name = ""
+			r := Ref{Marked: true, MarkCat: s[1:i], Name: s[i+1:]}
+			r.HasName = r.Name != ""
+			if r.Name == emptyDB {
+				r.Name = ""
 			}
 			return r
 		}
 	}
-	return dbRef{name: s, hasName: true}
+	return Ref{Name: s, HasName: true}
 }
 
-// markerCatalog resolves the catalog named by a marker: a proxy catalog is
+// MarkerCatalog resolves the catalog named by a marker: a proxy catalog is
 // authoritative; a backend name such as "hive" is not.
-func (n *Namespace) markerCatalog(r dbRef) *Catalog {
-	if !r.marked {
+func (n *Namespace) MarkerCatalog(r Ref) *Catalog {
+	if !r.Marked {
 		return nil
 	}
-	return n.Lookup(r.markCat)
+	return n.Lookup(r.MarkCat)
 }
 
-// internalRef re-encodes a reference for the backend: the marker names the
+// InternalRef re-encodes a reference for the backend: the marker names the
 // backend's own catalog, the database its internal name.
-func (n *Namespace) internalRef(r dbRef, internal string) string {
-	if !r.marked {
+func (n *Namespace) InternalRef(r Ref, internal string) string {
+	if !r.Marked {
 		return internal
 	}
-	cat := r.markCat
+	cat := r.MarkCat
 	if c := n.Lookup(cat); c != nil {
 		cat = c.BackendName
 	}
 	switch {
-	case !r.hasName:
+	case !r.HasName:
 		return catMarker + cat + catSeparator
 	case internal == "":
 		return catMarker + cat + catSeparator + emptyDB
 	}
 	return catMarker + cat + catSeparator + internal
+}
+
+// AppendPrefixed appends the Thrift string a+b+c+d.
+func AppendPrefixed(dst []byte, a, b, c string, d []byte) []byte {
+	n := len(a) + len(b) + len(c) + len(d)
+	dst = append(dst, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	dst = append(dst, a...)
+	dst = append(dst, b...)
+	dst = append(dst, c...)
+	return append(dst, d...)
 }
