@@ -222,9 +222,19 @@ func (s *Security) buildBackends(cfg *configs.Config, reg prometheus.Registerer)
 	return nil
 }
 
-// routerOptions adds what security gives the router.
+// routerOptions adds what security gives the router: the calls it answers
+// itself (delegation tokens).
 func (s *Security) routerOptions(o *router.Options) {
-	o.Dials, o.Local, o.Impersonation = s.dials, s.local, s.impersonation
+	o.Local = s.local
+}
+
+// laneOptions adds what security gives a catalog's lane: the dialer of its
+// backend sessions (outbound Kerberos, TLS) and its impersonation.
+func (s *Security) laneOptions(catalog string, o *router.LaneOptions) {
+	if d := s.dials[catalog]; d != nil {
+		o.Backend.Dial = d
+	}
+	o.Impersonation = s.impersonation[catalog]
 }
 
 // authenticator is the listener's handshake (nil without Kerberos).

@@ -189,5 +189,5 @@ func (r *Router) planSplitLock(req *request) {
 	def := r.ns.Default()
 	p.Kind, p.Target, p.SplitLock = PlanSingle, def, true
 	p.Writes, p.DBs, p.Patches = false, p.dbArr[:0], p.patchArr[:0]
-	p.Mode, p.Adapter = r.adapters.Plan(r.runtimes[def], p.Spec.Name)
+	p.Mode, p.Adapter = r.adapters.Plan(r.lane(def).runtime, p.Spec.Name)
 }

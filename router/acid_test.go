@@ -22,7 +22,7 @@ func TestPlannerACIDCallsRouteByPayload(t *testing.T) {
 	on := func(name string, p *Plan, cat *naming.Catalog) {
 		t.Helper()
 		if p.Kind == PlanRefuse && (p.Refusal.Reason == "unsupported" || p.Refusal.Reason == "hortonworks_only") {
-			if mode, _ := r.adapters.Plan(r.runtimes[cat], name); mode != compat.Unsupported && mode != compat.HortonworksOnly {
+			if mode, _ := r.adapters.Plan(r.lane(cat).runtime, name); mode != compat.Unsupported && mode != compat.HortonworksOnly {
 				t.Errorf("%s refused by the runtime of %s, which serves it: %s", name, cat.Name, p)
 			}
 			if !strings.Contains(p.Refusal.Message, "catalog "+cat.Name) {
@@ -102,7 +102,7 @@ func TestACIDPolicyRefusesTransactionalTablesOutsideTheDefaultCatalog(t *testing
 		if req.plan.Kind != PlanSingle {
 			t.Fatalf("%s: plan %s", name, &req.plan)
 		}
-		req.x = Exchange{req: req, Cat: req.plan.Target}
+		req.x = Exchange{req: req, Cat: req.plan.Target, lane: r.lane(req.plan.Target)}
 		return h(context.Background(), &req.x)
 	}
 	forms := 0

@@ -157,9 +157,9 @@ func (r *Router) serveDialect(ctx context.Context, req *request, d *compat.Diale
 // refuses the call (for a read it goes through as a hint). It returns the
 // body to send (body itself when nothing was dropped).
 func (r *Router) guardCall(req *request, cat *naming.Catalog, body []byte, write bool) ([]byte, error) {
-	check := r.guards[cat].Trim
+	check := r.lane(cat).guard.Trim
 	if write {
-		check = r.guards[cat].Check
+		check = r.lane(cat).guard.Check
 	}
 	v, err := check(req.plan.Spec.Name, body)
 	if err != nil || len(v.Patches) == 0 {

@@ -61,7 +61,7 @@ func (r *Router) execCachedNative(ctx context.Context, x *Exchange, key dbcache.
 	call := append([]byte(nil), req...)
 	load := func(ctx context.Context) ([]byte, bool, error) {
 		ctx = withIdentity(ctx, m.Name, id)
-		b, err := r.backendFor(ctx, cat)
+		b, err := r.lane(cat).backendFor(ctx)
 		if err != nil {
 			return nil, false, &backendError{cat: cat, err: err}
 		}

@@ -56,7 +56,7 @@ func (r *Router) execNative(ctx context.Context, x *Exchange) error {
 		buf = append(buf[:bodyAt], body...)
 		*reqp = buf
 	}
-	dialect := r.dialects[cat]
+	dialect := r.lane(cat).dialect
 	if dialect.Touches(spec.Name, false) {
 		var err error
 		if buf, err = remapMessage(buf, dialect.ToWire, false); err != nil {
@@ -78,7 +78,7 @@ func (r *Router) execNative(ctx context.Context, x *Exchange) error {
 		req.rw = ReplyWalk{Plan: spec.Result, V: &req.out2}
 		rw = &req.rw
 	}
-	b, err := r.backendFor(ctx, cat)
+	b, err := r.lane(cat).backendFor(ctx)
 	if err != nil {
 		return &backendError{cat: cat, err: err}
 	}
@@ -141,7 +141,7 @@ func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
 		var app *compat.AppError
 		switch {
 		case errors.As(err, &refused):
-			return &Refusal{Kind: RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s (%s): %s", m.Name, cat.Name, r.runtimes[cat].Name, refused.Reason)}
+			return &Refusal{Kind: RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s (%s): %s", m.Name, cat.Name, r.lane(cat).runtime.Name, refused.Reason)}
 		case errors.As(err, &app):
 			req.status = "error"
 			if r.metrics != nil {
@@ -165,12 +165,12 @@ func (r *Router) runAdapter(ctx context.Context, cat *naming.Catalog, ad *compat
 	if err != nil {
 		return nil, &Refusal{Kind: RefuseProtocol, Reason: "bad_arguments", Message: ad.Method + ": cannot read arguments: " + err.Error()}
 	}
-	b, err := r.backendFor(ctx, cat)
+	b, err := r.lane(cat).backendFor(ctx)
 	if err != nil {
 		return nil, &backendError{cat: cat, err: err}
 	}
-	bc := &backendCaller{ctx: ctx, b: b, rt: r.runtimes[cat], dialect: r.dialects[cat], trace: r.trace,
-		id: id, guard: r.guards[cat], strict: strict}
+	bc := &backendCaller{ctx: ctx, b: b, rt: r.lane(cat).runtime, dialect: r.lane(cat).dialect, trace: r.trace,
+		id: id, guard: r.lane(cat).guard, strict: strict}
 	res, err := ad.Run(bc, &v)
 	if r.metrics != nil {
 		r.metrics.BackendFallback(ad.Method, ad.Method, ad.ToAPI())

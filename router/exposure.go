@@ -95,7 +95,7 @@ var definitions = map[string]wire.Role{"Table": methods.RoleTable, "Database": m
 
 // hiddenOf says what of o a catalog's rules hide: "database", "table" or "".
 func (r *Router) hiddenOf(o object) string {
-	e := r.policies[o.cat].exposure
+	e := r.lane(o.cat).policy.exposure
 	if !e.active() || o.db == "" || strings.EqualFold(o.db, dummyDatabase) {
 		return ""
 	}
@@ -137,7 +137,7 @@ func (r *Router) exposure(next Handler) Handler {
 			return next(ctx, x)
 		}
 		p := x.Plan()
-		if !p.SplitLock && !r.policies[x.Cat].exposure.active() {
+		if !p.SplitLock && !x.lane.policy.exposure.active() {
 			return next(ctx, x)
 		}
 		if ref := r.requestHidden(x); ref != nil {
@@ -275,7 +275,7 @@ func (r *Router) filterAnswer(x *Exchange, body []byte) ([]byte, error) {
 	if len(p.DBs) > 0 {
 		db = p.DBs[0]
 	}
-	exp := r.policies[x.Cat].exposure
+	exp := x.lane.policy.exposure
 	if tableNameLists[spec.Name] {
 		filtered, n, err := exp.filterNames(body, db)
 		if err != nil {

@@ -48,14 +48,14 @@ func exposureRouter(t *testing.T, extra ...string) (r *Router, reached, dialed *
 // and dialed the backend connections something tried to open.
 func recordingRouter(t *testing.T, props ...string) (r *Router, reached, dialed *atomic.Int64) {
 	reached, dialed = new(atomic.Int64), new(atomic.Int64)
-	opt := Options{
+	opt := testOptions{Options: Options{
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Inner: []Middleware{func(Handler) Handler {
 			return func(context.Context, *Exchange) error {
 				reached.Add(1)
 				return &Refusal{Kind: RefuseMeta, Reason: "test", Message: "reached the executor"}
 			}
-		}},
+		}}},
 		Dial: func(context.Context, string, string) (net.Conn, error) {
 			dialed.Add(1)
 			return nil, errors.New("no metastore in this test")
@@ -421,7 +421,7 @@ func sampleExchange(t *testing.T, r *Router, m *thriftgen.Method, db string) *Ex
 	if req.plan.Kind != PlanSingle {
 		return nil
 	}
-	req.x = Exchange{req: req, Cat: req.plan.Target}
+	req.x = Exchange{req: req, Cat: req.plan.Target, lane: r.lane(req.plan.Target)}
 	return &req.x
 }
 

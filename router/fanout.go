@@ -64,11 +64,11 @@ func (r *Router) fanOut(ctx context.Context, req *request) {
 	req.asked = req.askedArr[:0]
 	for i := range p.Legs {
 		x := &xs[i]
-		*x = Exchange{req: req, Cat: p.Legs[i].Cat, Leg: &p.Legs[i], by: by}
+		*x = Exchange{req: req, Cat: p.Legs[i].Cat, lane: r.lane(p.Legs[i].Cat), Leg: &p.Legs[i], by: by}
 		if safe {
 			// A degraded catalog whose list the cache holds fresh is served
 			// from the cache, not left out.
-			if why := r.degradedNow(x.Cat); why != "" && !r.legCached(x) {
+			if why := x.lane.degradedNow(); why != "" && !r.legCached(x) {
 				x.omitted = why
 				continue
 			}
@@ -96,7 +96,7 @@ func (r *Router) fanOut(ctx context.Context, req *request) {
 			x.omitted = omissionReason(x.legErr) // safe: runLegs reported every other failure
 		}
 		if x.omitted != "" {
-			r.recordOmission(m.Name, x.Cat, x.omitted, x.legErr)
+			r.recordOmission(m.Name, x.lane, x.omitted, x.legErr)
 			req.omitted = append(req.omitted, x.Cat.Name)
 			omitted = append(omitted, x.Cat.Name+" ("+x.omitted+")")
 			continue
@@ -351,7 +351,7 @@ func (r *Router) legDatabases(ctx context.Context, x *Exchange, backendPattern s
 	if err != nil {
 		return err
 	}
-	exp := r.policies[cat].exposure
+	exp := r.lane(cat).policy.exposure
 	filtering := exp.active()
 	hidden := 0
 	var ext []byte // scratch: the external name, for Match
@@ -448,7 +448,7 @@ func (r *Router) legTableMeta(ctx context.Context, x *Exchange, args wire.Value)
 	if err != nil {
 		return err
 	}
-	exp := r.policies[cat].exposure
+	exp := r.lane(cat).policy.exposure
 	hidden := 0
 	for i := 0; i < n; i++ {
 		start := b.Pos
@@ -559,7 +559,7 @@ func (r *Router) listLoader(cat *naming.Catalog, id *security.Identity, method s
 	if r.res.cache.Shared(dbcache.DatabaseList) {
 		id = nil
 		if all {
-			if l := r.res.allLoaders[cat]; l != nil {
+			if l := r.lane(cat).allLoader; l != nil {
 				return l
 			}
 		}
@@ -595,7 +595,7 @@ func (r *Router) newListLoader(cat *naming.Catalog, id *security.Identity, metho
 // pool of ctx's caller; with hedged reads on, a second attempt goes to
 // another session once the first has taken longer than the hedge delay.
 func (r *Router) fetch(ctx context.Context, id uint64, cat *naming.Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
-	b, err := r.backendFor(ctx, cat)
+	b, err := r.lane(cat).backendFor(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -627,7 +627,7 @@ type attempt struct {
 // sent: max(MinDelay, latency EWMA × DelayMultiplier); 0 before the catalog
 // has answered once (nothing to compare with).
 func (r *Router) hedgeDelay(cat *naming.Catalog) time.Duration {
-	ewma, ok := r.res.guards[cat].LatencyEWMA()
+	ewma, ok := r.lane(cat).breaker.LatencyEWMA()
 	if !ok {
 		return 0
 	}

@@ -120,7 +120,7 @@ func (r *Router) shimLock(ctx context.Context, x *Exchange, next Handler) error 
 			if !lockWrites(p.Lock) {
 				continue
 			}
-			if why := r.policies[cat].writeRefusal(cat.Name, "lock", lockDBs(p.Lock)); why != "" {
+			if why := r.lane(cat).policy.writeRefusal(cat.Name, "lock", lockDBs(p.Lock)); why != "" {
 				return &Refusal{Kind: RefuseMeta, Reason: "access_mode", Message: why}
 			}
 		}
@@ -520,22 +520,22 @@ func (r *Router) callCatalog(ctx context.Context, x *Exchange, cat *naming.Catal
 	if err != nil {
 		return err
 	}
-	b, err := r.backendFor(ctx, cat)
+	b, err := r.lane(cat).backendFor(ctx)
 	if err != nil {
 		return &backendError{cat: cat, err: err}
 	}
 	// The lossless guard as for any write: fields the runtime implies are
 	// dropped (a Hive 4 client's zeroWaitReadEnabled=false), others refused.
-	bc := &backendCaller{ctx: ctx, b: b, rt: r.runtimes[cat], dialect: r.dialects[cat], trace: r.trace, id: x.req.info.ID,
-		guard: r.guards[cat], strict: true}
+	bc := &backendCaller{ctx: ctx, b: b, rt: r.lane(cat).runtime, dialect: r.lane(cat).dialect, trace: r.trace, id: x.req.info.ID,
+		guard: r.lane(cat).guard, strict: true}
 	var out wire.Value
-	switch mode, ad := r.adapters.Plan(r.runtimes[cat], method); mode {
+	switch mode, ad := r.adapters.Plan(r.lane(cat).runtime, method); mode {
 	case compat.Native:
 		out, err = bc.Call(method, v)
 	case compat.Adapted:
 		out, err = ad.Run(bc, &v)
 	default:
-		return &Refusal{Kind: RefuseMeta, Reason: "unsupported", Message: compat.UnsupportedMessage(method, cat.Name, r.runtimes[cat])}
+		return &Refusal{Kind: RefuseMeta, Reason: "unsupported", Message: compat.UnsupportedMessage(method, cat.Name, r.lane(cat).runtime)}
 	}
 	var app *compat.AppError
 	var refused *compat.RefusedError

@@ -599,7 +599,7 @@ func (r *Router) planSingle(req *request) {
 	}
 	p.Kind, p.Target = PlanSingle, cat
 	p.Writes = spec.IsWrite() && writesData(spec, m.Body())
-	runtime := r.runtimes[cat]
+	runtime := r.lane(cat).runtime
 	p.Mode, p.Adapter = r.adapters.Plan(runtime, spec.Name)
 	switch p.Mode {
 	case compat.HortonworksOnly:

@@ -16,12 +16,20 @@ import (
 // whose metastores are never dialled (catalog3 runs Hive 4.1).
 func testRouter(t *testing.T, extra ...string) *Router {
 	t.Helper()
-	return testRouterWith(t, Options{}, extra...)
+	return testRouterWith(t, testOptions{}, extra...)
 }
 
-// testRouterWith is testRouter with more options (Config and Locks are set
-// here); an extra "-key" leaves a key of the three catalogs out.
-func testRouterWith(t *testing.T, opt Options, extra ...string) *Router {
+// testOptions are a test router's options: the router's (Namespace, Lanes
+// and Locks are set here) and every lane's backend dialer (nil: TCP).
+type testOptions struct {
+	Options
+	Dial Dial
+}
+
+// testRouterWith is testRouter with more options; an extra "-key" leaves a
+// key of the three catalogs out. Its lanes are built from the keys as app
+// builds them, without security, breakers or the purge.
+func testRouterWith(t *testing.T, o testOptions, extra ...string) *Router {
 	t.Helper()
 	props := map[string]string{
 		"catalogs":                "catalog1,catalog2,catalog3",
@@ -51,7 +59,23 @@ func testRouterWith(t *testing.T, opt Options, extra ...string) *Router {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { shim.Close() })
-	opt.Config, opt.Locks = cfg, shim
+	opt := o.Options
+	opt.Locks, opt.MaxMessage = shim, int(cfg.Server.MaxMessageSize)
+	if opt.Namespace, err = NamespaceFor(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range opt.Namespace.Catalogs() {
+		lo, err := LaneOptionsFor(cfg.Catalogs[i], c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo.Backend.Dial = o.Dial
+		l, err := NewLane(lo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt.Lanes = append(opt.Lanes, l)
+	}
 	r, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +149,7 @@ func TestPlannerOverEveryMethodRow(t *testing.T) {
 			// namespace-less write.
 			switch p.Refusal.Reason {
 			case "hortonworks_only", "unsupported":
-				if mode, _ := r.adapters.Plan(r.runtimes[c2], m.Name); mode != compat.HortonworksOnly && mode != compat.Unsupported {
+				if mode, _ := r.adapters.Plan(r.lane(c2).runtime, m.Name); mode != compat.HortonworksOnly && mode != compat.Unsupported {
 					t.Errorf("%s refused as %s, but catalog2's runtime serves it", m.Name, p.Refusal.Reason)
 				}
 			case "namespace_less":

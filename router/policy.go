@@ -10,14 +10,14 @@ import (
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
-// Policy is one catalog's write policy and exposure rules.
+// Policy is one catalog's write policy and exposure rules (NewPolicy from its keys).
 type Policy struct {
 	access    configs.AccessMode
 	whitelist map[string]bool
 	exposure  *Exposure
 }
 
-func newPolicy(cc *configs.CatalogConfig) *Policy {
+func NewPolicy(cc *configs.CatalogConfig) *Policy {
 	p := &Policy{access: cc.AccessMode, whitelist: map[string]bool{}}
 	for _, db := range cc.WriteDBWhitelist {
 		p.whitelist[strings.ToLower(db)] = true
@@ -58,7 +58,7 @@ func (r *Router) WriteRefusal(catalog, db, what string) string {
 	if c == nil {
 		return ""
 	}
-	p := r.policies[c]
+	p := r.lane(c).policy
 	if db == "" {
 		if p.access != configs.AccessReadOnly {
 			return ""

@@ -10,8 +10,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,10 +17,8 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/compat"
-	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/monitoring"
-	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
 	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/router/naming"
@@ -31,54 +27,54 @@ import (
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
-// Options are the parts a Router is built from (built in cmd, passed in).
+// Options are the parts a Router is built from (built in app, passed in).
 type Options struct {
-	Config  *configs.Config
-	Metrics *monitoring.Metrics
-	Audit   *audit.Logger // nil: audit off
-	Log     *slog.Logger
+	// Namespace is the naming model (NamespaceFor) and Lanes its catalogs'
+	// lanes in the same order (NewLane): one lane per catalog.
+	Namespace *naming.Namespace
+	Lanes     []*Lane
+	// Table is the method table (nil: methods.BuildTable()); the lanes'
+	// pools use the same one.
+	Table *methods.Table
+	// MaxMessage bounds a request's argument walk (server.max-message-size).
+	MaxMessage int
+	Metrics    *monitoring.Metrics
+	Audit      *audit.Logger // nil: audit off
+	Log        *slog.Logger
 	// Tracer receives per-request debug traces; nil = tracing off (free).
 	Tracer Tracer
-	// Dial overrides backend dialing (tests, later: SASL); nil = TCP.
-	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Adapters are the compatibility adapters calls are planned with;
 	// nil = compat.NewAdapters().
 	Adapters *compat.Adapters
-	// Outer middlewares run first (rate limits); Inner ones after access
-	// mode and exposure, just before the executor (guards, lock shim,
-	// breakers). See chain.go.
-	Outer, Inner []Middleware
+	// The links of the policy chain that are built outside the router, at
+	// their places in it (chain.go says the order and why): Outer first
+	// (rate limits), Authorize after exposure (the Ranger slot), Inner just
+	// before the executor (cache coherence).
+	Outer, Authorize, Inner []Middleware
 	// Locks is the synthetic lock shim of the non-default catalogs (see
 	// locks.go); nil: a lock on another catalog than the default is refused.
 	Locks *locks.Shim
 	// LockMetrics counts lock-request splits (nil: not counted).
 	LockMetrics *locks.Metrics
-	// Dials override Dial per catalog name (outbound Kerberos). See security.go.
-	Dials map[string]func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Local methods the proxy answers itself (delegation tokens), by name;
 	// they take precedence over the method table's routing.
 	Local map[string]LocalHandler
-	// Impersonation of the caller per catalog name (impersonation.go).
-	Impersonation map[string]*ImpersonationOptions
 	// Tables: view SQL rewrite, the transactional DDL and Iceberg pointer
-	// guards, the drop purge (tables.go); they run between exposure and
-	// Inner.
+	// guards, the drop purge (tables.go).
 	Tables TablePolicies
-	// Resilience: breakers, adaptive timeouts, polling, hedged and degraded
-	// fan-out, the database caches (resilience.go).
+	// Resilience: polling, hedged and degraded fan-out, the database
+	// caches (resilience.go); the breakers are the lanes'.
 	Resilience ResilienceOptions
 }
 
-// Router routes calls of every front-door listener.
+// Router routes calls of every front-door listener. Everything of one
+// catalog is in its lane (lane.go); the router holds the lanes and what
+// every catalog shares.
 type Router struct {
 	ns       *naming.Namespace
+	lanes    []*Lane // by naming.Catalog.Index
 	table    *methods.Table
-	backends map[*naming.Catalog]*Backend
-	policies map[*naming.Catalog]*Policy
-	exposed  bool // some catalog's expose rules hide something
-	runtimes map[*naming.Catalog]*compat.Runtime
-	dialects map[*naming.Catalog]*compat.Dialect // backend field-id dialects (HDP 3.1.5 Table)
-	guards   map[*naming.Catalog]*compat.Guard   // drop implied fields; refuse writes the backend runtime would silently lose
+	exposed  bool // some lane's expose rules hide something
 	adapters *compat.Adapters
 	metrics  *monitoring.Metrics
 	audit    *audit.Logger
@@ -95,7 +91,6 @@ type Router struct {
 	lockStore   lockStoreState
 	tablePaths  map[string][][]int16 // create_table*/alter_table*: where their Tables are (ACID policy)
 	locals      map[string]LocalHandler
-	users       map[*naming.Catalog]*userPools
 	res         resilience
 }
 
@@ -114,15 +109,33 @@ type Tracer interface {
 	Plan(id uint64, p *Plan)
 }
 
-// New builds the router, its method table and one backend pool per catalog.
+// New builds the router over its lanes.
 func New(opt Options) (*Router, error) {
-	cfg := opt.Config
-	table, err := methods.BuildTable()
-	if err != nil {
-		return nil, err
+	ns := opt.Namespace
+	if ns == nil || ns.Default() == nil {
+		return nil, fmt.Errorf("router: no naming model with a default catalog")
 	}
-	r := &Router{table: table, backends: map[*naming.Catalog]*Backend{}, policies: map[*naming.Catalog]*Policy{}, runtimes: map[*naming.Catalog]*compat.Runtime{}, dialects: map[*naming.Catalog]*compat.Dialect{}, guards: map[*naming.Catalog]*compat.Guard{},
-		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: int(cfg.Server.MaxMessageSize), trace: opt.Tracer,
+	if len(opt.Lanes) != len(ns.Catalogs()) {
+		return nil, fmt.Errorf("router: %d lanes for %d catalogs", len(opt.Lanes), len(ns.Catalogs()))
+	}
+	for i, c := range ns.Catalogs() {
+		if l := opt.Lanes[i]; l == nil || l.cat != c {
+			return nil, fmt.Errorf("router: lane %d is not catalog %s's", i, c.Name)
+		}
+		if opt.Lanes[i].authorizer != nil && len(opt.Authorize) == 0 {
+			// A safety feature configured but not built refuses to start.
+			return nil, fmt.Errorf("catalog %s has a Ranger authorizer, but the policy chain has no authorization link to run it", c.Name)
+		}
+	}
+	table := opt.Table
+	if table == nil {
+		var err error
+		if table, err = methods.BuildTable(); err != nil {
+			return nil, err
+		}
+	}
+	r := &Router{ns: ns, lanes: opt.Lanes, table: table,
+		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: opt.MaxMessage, trace: opt.Tracer,
 		shim: opt.Locks, lockMetrics: opt.LockMetrics, tablePaths: ddlTablePaths()}
 	if err := tableFieldIDs(); err != nil {
 		return nil, err
@@ -132,120 +145,35 @@ func New(opt Options) (*Router, error) {
 	}
 	r.logs = newLogLimiter(r.log, time.Second)
 	if r.adapters = opt.Adapters; r.adapters == nil {
+		var err error
 		if r.adapters, err = compat.NewAdapters(); err != nil {
 			return nil, err
 		}
 	}
 	r.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
-	r.res = resilience{opt: opt.Resilience, guards: map[*naming.Catalog]*breaker.Guard{}, state: map[*naming.Catalog]*catalogState{},
-		cache: opt.Resilience.Cache, m: opt.Resilience.Metrics}
-	var cats []*naming.Catalog
-	byName := map[string]*configs.CatalogConfig{}
-	for _, cc := range cfg.Catalogs {
-		backendName := cc.Conf["metastore.catalog.default"]
-		if backendName == "" {
-			backendName = cc.Conf["hive.metastore.catalog.default"]
-		}
-		if backendName == "" {
-			backendName = "hive"
-		}
-		cats = append(cats, &naming.Catalog{Name: cc.Name, BackendName: backendName})
-		byName[cc.Name] = cc
-	}
-	r.ns = naming.NewNamespace(cfg.Routing.CatalogDBSeparator, cfg.Routing.DefaultCatalog,
-		cfg.Federation.PreserveBackendCatalogName, cats)
-	if r.ns.Default() == nil {
-		return nil, fmt.Errorf("routing.default-catalog=%q is not one of catalogs", cfg.Routing.DefaultCatalog)
-	}
-	for _, c := range cats {
-		cc := byName[c.Name]
-		name := c.Name
-		sel := strings.ToUpper(firstNonEmpty(cc.Conf["metastore.thrift.uri.selection"], cc.Conf["hive.metastore.uri.selection"]))
-		dial := opt.Dial
-		if d := opt.Dials[c.Name]; d != nil {
-			dial = d
-		}
-		guard, err := r.res.guardFor(c, cc.LatencyBudget)
-		if err != nil {
-			return nil, err
-		}
-		r.res.guards[c], r.res.state[c] = guard, &catalogState{}
-		r.res.m.Known(c.Name, safeFanoutMethods...)
-		bo := BackendOptions{
-			Catalog: c.Name, URIs: cc.URIs, Sequential: sel == "SEQUENTIAL",
-			PoolSize: cc.SharedSessionPoolSize, BorrowTimeout: cc.LatencyBudget, CallBudget: cc.LatencyBudget,
-			ConnectTimeout: cc.ConnectTimeout, SocketTimeout: cc.SocketTimeout,
-			ConnectRetries: cc.ConnectRetries, RetryDelay: cc.ConnectRetryDelay, Framed: cc.FramedTransport,
-			Dial:       dial,
-			OnSessions: r.metrics.BackendSessionsOf(name),
-			OnAcquireTimeout: func(op string) {
-				if r.metrics != nil {
-					r.metrics.SessionAcquireTimeout(name, op)
-				}
-			},
-			OnRetire: func(reason string) { r.metrics.SessionRetired(name, reason) },
-			Table:    r.table,
-			Guard:    guard,
-		}
-		b, err := NewBackend(bo)
-		if err != nil {
-			return nil, err
-		}
-		r.backends[c] = b
-		if io := opt.Impersonation[c.Name]; io != nil {
-			if err := r.impersonate(c, bo, io); err != nil {
-				return nil, err
-			}
-		}
-		r.policies[c] = newPolicy(cc)
-		r.exposed = r.exposed || r.policies[c].exposure.active()
-		if r.runtimes[c], err = compat.Lookup(string(cc.RuntimeProfile)); err != nil {
-			return nil, fmt.Errorf("catalog.%s.runtime-profile: %v", c.Name, err)
-		}
-		if r.dialects[c], err = compat.NewDialect(r.runtimes[c]); err != nil {
-			return nil, err
-		}
-		if r.guards[c], err = compat.NewGuard(r.runtimes[c]); err != nil {
-			return nil, err
-		}
+	r.res = resilience{opt: opt.Resilience, cache: opt.Resilience.Cache, m: opt.Resilience.Metrics}
+	for _, l := range r.lanes {
+		r.exposed = r.exposed || l.policy.exposure.active()
+		r.res.m.Known(l.cat.Name, safeFanoutMethods...)
 		if r.metrics != nil {
-			r.metrics.KnownBackend(c.Name)
+			r.metrics.KnownBackend(l.cat.Name)
+		}
+		if r.res.cache.Shared(dbcache.DatabaseList) {
+			l.allLoader = r.newListLoader(l.cat, nil, "get_all_databases", emptyArgs)
 		}
 	}
-	mws := append([]Middleware{}, opt.Outer...)
 	tables, err := newTablePolicy(r, opt.Tables)
 	if err != nil {
 		return nil, err
 	}
-	mws = append(mws, r.accessMode, r.exposure, tables.middleware, r.acidTables)
-	if r.shim != nil {
-		mws = append(mws, r.lockShim)
-	}
-	mws = append(mws, opt.Inner...)
-	mws = append(mws, r.invalidateDatabases) // innermost: only calls that reached the executor
-	r.chain = compose(r.execute, mws...)
+	r.chain = compose(r.execute, r.links(opt, tables)...)
 	r.locals = opt.Local
-	if r.res.cache.Shared(dbcache.DatabaseList) {
-		r.res.allLoaders = map[*naming.Catalog]dbcache.Loader{}
-		for _, c := range cats {
-			r.res.allLoaders[c] = r.newListLoader(c, nil, "get_all_databases", emptyArgs)
-		}
-	}
 	if po := opt.Resilience.Polling; po != nil {
 		if r.res.poller, err = r.newPoller(*po); err != nil {
 			return nil, err
 		}
 	}
 	return r, nil
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // Table returns the method table (metric label set, tests).
@@ -269,7 +197,7 @@ func (r *Router) WriteIsolated(catalog string) bool {
 	return c.Default || r.shim != nil && r.shim.Isolates()
 }
 
-// Close stops the background work and closes every backend pool.
+// Close stops the background work and closes every lane's pools.
 func (r *Router) Close() {
 	if r.res.poller != nil {
 		r.res.poller.Close()
@@ -277,11 +205,8 @@ func (r *Router) Close() {
 	if r.res.cache != nil {
 		r.res.cache.Close()
 	}
-	for _, u := range r.users {
-		u.close()
-	}
-	for _, b := range r.backends {
-		b.Close()
+	for _, l := range r.lanes {
+		l.Close()
 	}
 }
 
@@ -417,7 +342,7 @@ func (r *Router) serve(ctx context.Context, req *request) {
 		r.local(req)
 	case PlanSingle:
 		req.catalog, req.routed, req.defaultRouted = p.Target.Name, true, p.DefaultRouted
-		req.x = Exchange{req: req, Cat: p.Target}
+		req.x = Exchange{req: req, Cat: p.Target, lane: r.lane(p.Target)}
 		if err := r.chain(ctx, &req.x); err != nil {
 			r.answer(req, err)
 		}

@@ -38,10 +38,7 @@ type TablePolicies struct {
 	Views   viewsql.TableOptions // Mode zero is REWRITE
 	Txn     *guards.TxnGuard     // nil or not Enabled: off
 	Iceberg *guards.IcebergGuard // nil or not Enabled: off
-	Purge   *purge.Purger        // nil: off
-	// PurgePrefixes: the catalogs (proxy names) that have allow-listed
-	// prefixes; only their drops read the table before the drop.
-	PurgePrefixes map[string]bool
+	Purge   *purge.Purger        // nil: off; it serves the lanes built with DropPurge
 }
 
 // tableOp is what a method does with Table objects.
@@ -75,7 +72,6 @@ type tablePolicy struct {
 	txn      *guards.TxnGuard
 	iceberg  *guards.IcebergGuard
 	purge    *purge.Purger
-	prefixes map[string]bool
 	methods  map[string]*tableMethod
 	reaches  map[string]bool // struct names that can hold a Table
 	findings *logLimiter     // view references left unchanged, once per hour each
@@ -107,7 +103,7 @@ const (
 )
 
 func newTablePolicy(r *Router, o TablePolicies) (*tablePolicy, error) {
-	t := &tablePolicy{r: r, txn: o.Txn, iceberg: o.Iceberg, purge: o.Purge, prefixes: o.PurgePrefixes,
+	t := &tablePolicy{r: r, txn: o.Txn, iceberg: o.Iceberg, purge: o.Purge,
 		methods: map[string]*tableMethod{}, findings: newLogLimiter(r.log, time.Hour)}
 	t.host, _ = os.Hostname()
 	if o.Views.Mode != viewsql.ModeDisabled && len(r.ns.Catalogs()) > 1 {
@@ -418,7 +414,7 @@ func (t *tablePolicy) write(ctx context.Context, x *Exchange, next Handler, m *t
 	}
 	be := &guardBackend{t: t, x: x, next: next}
 	res, err := t.iceberg.Handle(ctx, be, guards.AlterCall{Catalog: x.Cat.Name, Lockable: x.Cat.Default || t.r.shim != nil,
-		CompareAndSet: t.r.runtimes[x.Cat].CompareAndSwap, Method: x.Method(), Args: &v})
+		CompareAndSet: x.lane.runtime.CompareAndSwap, Method: x.Method(), Args: &v})
 	if res.Sent {
 		// The guard sent the repaired alter; its answer is the client's.
 		if err == nil {
@@ -433,7 +429,7 @@ func (t *tablePolicy) write(ctx context.Context, x *Exchange, next Handler, m *t
 // read before the drop and, once the metastore answered the drop without an
 // exception, handed to the purge.
 func (t *tablePolicy) drop(ctx context.Context, x *Exchange, next Handler, m *tableMethod) error {
-	if t.purge == nil || !t.prefixes[x.Cat.Name] || !t.r.runtimes[x.Cat].DropPurge {
+	if t.purge == nil || !x.lane.purge {
 		return next(ctx, x)
 	}
 	v, err := wire.DecodeStruct(x.Args())
@@ -490,20 +486,20 @@ func stringParam(m *wire.Value, key string) string {
 // names), through the catalog's compat adapter when its runtime needs one.
 func (t *tablePolicy) call(ctx context.Context, x *Exchange, method string, args wire.Value) (wire.Value, error) {
 	r, cat := t.r, x.Cat
-	b, err := r.backendFor(ctx, cat)
+	b, err := r.lane(cat).backendFor(ctx)
 	if err != nil {
 		return wire.Value{}, err
 	}
-	bc := &backendCaller{ctx: ctx, b: b, rt: r.runtimes[cat], dialect: r.dialects[cat], trace: r.trace, id: x.req.info.ID,
-		guard: r.guards[cat]}
-	mode, ad := r.adapters.Plan(r.runtimes[cat], method)
+	bc := &backendCaller{ctx: ctx, b: b, rt: r.lane(cat).runtime, dialect: r.lane(cat).dialect, trace: r.trace, id: x.req.info.ID,
+		guard: r.lane(cat).guard}
+	mode, ad := r.adapters.Plan(r.lane(cat).runtime, method)
 	switch mode {
 	case compat.Native:
 		return bc.Call(method, args)
 	case compat.Adapted:
 		return ad.Run(bc, &args)
 	}
-	return wire.Value{}, fmt.Errorf("catalog %s (%s) cannot serve %s", cat.Name, r.runtimes[cat].Name, method)
+	return wire.Value{}, fmt.Errorf("catalog %s (%s) cannot serve %s", cat.Name, r.lane(cat).runtime.Name, method)
 }
 
 // resultError turns a declared exception of a *_result struct into an error.
@@ -660,8 +656,8 @@ func (b *guardBackend) Alter(ctx context.Context, method string, args *wire.Valu
 // client's.
 func (r *Router) relayAs(ctx context.Context, x *Exchange, method string, body []byte) error {
 	req, cat := x.req, x.Cat
-	if mode, _ := r.adapters.Plan(r.runtimes[cat], method); mode != compat.Native {
-		return &Refusal{Kind: RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s: %s is not served natively by %s", x.Method(), cat.Name, method, r.runtimes[cat].Name)}
+	if mode, _ := r.adapters.Plan(r.lane(cat).runtime, method); mode != compat.Native {
+		return &Refusal{Kind: RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s: %s is not served natively by %s", x.Method(), cat.Name, method, r.lane(cat).runtime.Name)}
 	}
 	body, err := r.guardCall(req, cat, body, true)
 	if err != nil {
@@ -669,7 +665,7 @@ func (r *Router) relayAs(ctx context.Context, x *Exchange, method string, body [
 	}
 	buf := wire.AppendHeader(nil, wire.Header{Name: method, Type: wire.Call, SeqID: req.msg.SeqID})
 	buf = append(buf, body...)
-	dialect := r.dialects[cat]
+	dialect := r.lane(cat).dialect
 	if dialect.Touches(method, false) {
 		if buf, err = remapMessage(buf, dialect.ToWire, false); err != nil {
 			return &Refusal{Kind: RefuseMeta, Reason: "dialect", Message: err.Error()}
@@ -678,7 +674,7 @@ func (r *Router) relayAs(ctx context.Context, x *Exchange, method string, body [
 	if r.trace != nil {
 		r.trace.Backend(req.info.ID, cat.Name, buf)
 	}
-	pool, err := r.backendFor(ctx, cat)
+	pool, err := r.lane(cat).backendFor(ctx)
 	if err != nil {
 		return &backendError{cat: cat, err: err}
 	}

@@ -135,7 +135,7 @@ func exchangeFor(t *testing.T, r *Router, method string, args wire.Value, remote
 	if req.plan.Kind != PlanSingle {
 		t.Fatalf("%s: plan %s", method, &req.plan)
 	}
-	req.x = Exchange{req: req, Cat: req.plan.Target}
+	req.x = Exchange{req: req, Cat: req.plan.Target, lane: r.lane(req.plan.Target)}
 	return &req.x
 }
 

@@ -329,7 +329,7 @@ func TestLogTracerStages(t *testing.T) {
 // after its plan.
 func TestRouterTracesThePlanOfEachRequest(t *testing.T) {
 	log, buf := capture(slog.LevelDebug)
-	r := testRouterWith(t, Options{Tracer: NewTracer(log)})
+	r := testRouterWith(t, testOptions{Options: Options{Tracer: NewTracer(log)}})
 	conn := &ConnInfo{Remote: "127.0.0.1:5555", Frontend: &Frontend{Name: "primary"}}
 	calls := []struct {
 		method string
