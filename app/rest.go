@@ -21,7 +21,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/frontdoor"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/restcatalog"
-	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
@@ -45,7 +45,7 @@ func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.L
 	m := a.Metrics
 	inner := frontdoor.New(frontdoor.Config{Name: restListenerName, MaxWorkers: max(rc.MaxWorkerThreads, 1),
 		ClientSocketTimeout: 5 * time.Minute, MaxMessage: int(cfg.Server.MaxMessageSize), Strict: strict, Budget: a.Budget},
-		&router.Frontend{Name: restListenerName, Internal: true}, &a.sw, log,
+		&planner.Frontend{Name: restListenerName, Internal: true}, &a.sw, log,
 		frontdoor.Hooks{BadInput: func(reason string) { m.BadFrame(restListenerName, reason) },
 			Refused:  func(reason string) { m.FrontendRefused(restListenerName, reason) },
 			InFlight: func(d int) { m.FrontendInFlight(restListenerName, d) }})

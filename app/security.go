@@ -17,6 +17,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/frontdoor"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/security/digestmd5"
 	"github.com/hms-proxy/hms-proxy/security/gssapi"
@@ -303,8 +304,8 @@ func (s *Security) TokenStoreStatus() *monitoring.TokenStoreStatus {
 
 // --- local delegation-token calls (Hive's HadoopThriftAuthBridge.Server rules) ---
 
-func tokenRefusal(method string, err error) *router.Refusal {
-	return &router.Refusal{Kind: router.RefuseMeta, Reason: "delegation_token", Message: method + ": " + err.Error()}
+func tokenRefusal(method string, err error) *planner.Refusal {
+	return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "delegation_token", Message: method + ": " + err.Error()}
 }
 
 func (s *Security) getDelegationToken(_ context.Context, c *router.LocalCall) {
@@ -319,7 +320,7 @@ func (s *Security) getDelegationToken(_ context.Context, c *router.LocalCall) {
 	}
 	args, err := c.Args()
 	if err != nil {
-		c.Refuse(&router.Refusal{Kind: router.RefuseProtocol, Reason: "bad_arguments", Message: c.Method() + ": cannot read arguments: " + err.Error()})
+		c.Refuse(&planner.Refusal{Kind: planner.RefuseProtocol, Reason: "bad_arguments", Message: c.Method() + ": cannot read arguments: " + err.Error()})
 		return
 	}
 	owner, renewer := args.Field(1).String(), args.Field(2).String()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -52,7 +53,7 @@ func startListener(t *testing.T, h Handler) *Listener {
 		t.Fatal(err)
 	}
 	l := New(Config{BindHost: "127.0.0.1", MaxWorkers: 4, MaxMessage: 1 << 20, Strict: strict},
-		&router.Frontend{Name: "primary"}, h, nil, Hooks{})
+		&planner.Frontend{Name: "primary"}, h, nil, Hooks{})
 	if err := l.Start(); err != nil {
 		t.Fatal(err)
 	}

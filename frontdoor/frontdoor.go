@@ -10,7 +10,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"golang.org/x/time/rate"
 	"io"
 	"log/slog"
 	"net"
@@ -20,8 +19,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/security/sasl"
 	"github.com/hms-proxy/hms-proxy/wire"
@@ -97,7 +99,7 @@ type Hooks struct {
 // Listener is one front-door Thrift listener.
 type Listener struct {
 	cfg   Config
-	fe    *router.Frontend
+	fe    *planner.Frontend
 	h     Handler
 	log   *slog.Logger
 	hooks Hooks
@@ -128,7 +130,7 @@ type conn struct {
 }
 
 // New builds a listener (not yet bound).
-func New(cfg Config, fe *router.Frontend, h Handler, log *slog.Logger, hooks Hooks) *Listener {
+func New(cfg Config, fe *planner.Frontend, h Handler, log *slog.Logger, hooks Hooks) *Listener {
 	if cfg.MaxWorkers < 1 {
 		cfg.MaxWorkers = 1
 	}

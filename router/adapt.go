@@ -6,6 +6,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -105,7 +106,8 @@ func remapMessage(raw []byte, mapBody func(method string, result bool, body []by
 	return append(append([]byte(nil), raw[:m.BodyOff]...), body...), nil
 }
 
-func (f *Frontend) dialect() *compat.Dialect {
+// clientDialect is the field-id dialect of a door's clients (nil: canonical).
+func clientDialect(f *planner.Frontend) *compat.Dialect {
 	if f == nil {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -32,8 +33,8 @@ type Middleware func(next Handler) Handler
 type Exchange struct {
 	req  *request
 	Cat  *naming.Catalog
-	lane *Lane // Cat's
-	Leg  *Leg  // nil for a single-catalog call
+	lane *Lane        // Cat's
+	Leg  *planner.Leg // nil for a single-catalog call
 
 	args      []byte // the arguments as they will be sent, once materialised
 	filters   []ReplyFilter
@@ -63,7 +64,7 @@ func (x *Exchange) Method() string { return x.req.msg.Name }
 func (x *Exchange) Spec() *methods.Spec { return x.req.plan.Spec }
 
 // Plan is the request's plan.
-func (x *Exchange) Plan() *Plan { return &x.req.plan }
+func (x *Exchange) Plan() *planner.Plan { return &x.req.plan }
 
 // Conn is the client connection.
 func (x *Exchange) Conn() *ConnInfo { return x.req.conn }
@@ -171,7 +172,7 @@ func (r *Router) accessMode(next Handler) Handler {
 		p := x.Plan()
 		if x.Leg == nil && p.Writes {
 			if why := x.lane.policy.writeRefusal(x.Cat.Name, x.Method(), p.DBs); why != "" {
-				return &Refusal{Kind: RefuseMeta, Reason: "access_mode", Message: why}
+				return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "access_mode", Message: why}
 			}
 		}
 		return next(ctx, x)

@@ -9,6 +9,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
 	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -51,7 +52,7 @@ func (r *Router) execNative(ctx context.Context, x *Exchange) error {
 	*reqp = buf
 	// compat guard: implied fields dropped (counted); for writes the rest refused
 	if body, err := r.guardCall(req, cat, buf[bodyAt:], p.Writes); err != nil {
-		return &Refusal{Kind: RefuseMeta, Reason: "lossless", Message: fmt.Sprintf("%s on catalog %s refused: %v", m.Name, cat.Name, err)}
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "lossless", Message: fmt.Sprintf("%s on catalog %s refused: %v", m.Name, cat.Name, err)}
 	} else if len(body) != len(buf)-bodyAt { // drops only shorten the body
 		buf = append(buf[:bodyAt], body...)
 		*reqp = buf
@@ -60,7 +61,7 @@ func (r *Router) execNative(ctx context.Context, x *Exchange) error {
 	if dialect.Touches(spec.Name, false) {
 		var err error
 		if buf, err = remapMessage(buf, dialect.ToWire, false); err != nil {
-			return &Refusal{Kind: RefuseMeta, Reason: "dialect", Message: err.Error()}
+			return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "dialect", Message: err.Error()}
 		}
 	}
 	if key, ok := r.metadataKey(x, buf[bodyAt:], false); ok && !dialect.Touches(spec.Name, true) && !dialect.Touches(spec.Name, false) {
@@ -74,7 +75,7 @@ func (r *Router) execNative(ctx context.Context, x *Exchange) error {
 	// changes it makes replyOutward walk the new body again.
 	var rw *ReplyWalk
 	if spec.Result != nil && !dialect.Touches(spec.Name, true) {
-		req.out2 = outward{ns: r.ns, cat: cat, patches: p.patchArr[:0]}
+		req.out2 = outward{ns: r.ns, cat: cat, patches: p.PatchScratch()}
 		req.rw = ReplyWalk{Plan: spec.Result, V: &req.out2}
 		rw = &req.rw
 	}
@@ -141,7 +142,7 @@ func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
 		var app *compat.AppError
 		switch {
 		case errors.As(err, &refused):
-			return &Refusal{Kind: RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s (%s): %s", m.Name, cat.Name, r.lane(cat).runtime.Name, refused.Reason)}
+			return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s (%s): %s", m.Name, cat.Name, r.lane(cat).runtime.Name, refused.Reason)}
 		case errors.As(err, &app):
 			req.status = "error"
 			if r.metrics != nil {
@@ -149,7 +150,7 @@ func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
 			}
 			req.out = append(req.out, wire.AppException(m.Name, m.SeqID, app.Type, r.errText(x, app.Message))...)
 			return nil
-		case errors.As(err, new(*Refusal)), errors.As(err, new(*backendError)):
+		case errors.As(err, new(*planner.Refusal)), errors.As(err, new(*backendError)):
 			return err
 		}
 		return &backendError{cat: cat, err: err}
@@ -163,7 +164,7 @@ func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
 func (r *Router) runAdapter(ctx context.Context, cat *naming.Catalog, ad *compat.Adapter, args []byte, id uint64, strict bool, dst []byte) ([]byte, error) {
 	v, err := wire.DecodeStruct(args)
 	if err != nil {
-		return nil, &Refusal{Kind: RefuseProtocol, Reason: "bad_arguments", Message: ad.Method + ": cannot read arguments: " + err.Error()}
+		return nil, &planner.Refusal{Kind: planner.RefuseProtocol, Reason: "bad_arguments", Message: ad.Method + ": cannot read arguments: " + err.Error()}
 	}
 	b, err := r.lane(cat).backendFor(ctx)
 	if err != nil {
@@ -215,7 +216,7 @@ func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) er
 	for _, f := range x.filters {
 		nb, err := f(body)
 		if err != nil {
-			var ref *Refusal
+			var ref *planner.Refusal
 			if errors.As(err, &ref) {
 				return ref // the answer is about an object the client may not see
 			}
@@ -246,7 +247,7 @@ func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) er
 	case pre != nil:
 		patches = pre.patches // collected while the reply was read
 	case spec.Result != nil:
-		patches, err = r.outwardPatches(spec.Result, cat, body, req.plan.patchArr[:0])
+		patches, err = r.outwardPatches(spec.Result, cat, body, req.plan.PatchScratch())
 	}
 	if err == nil && !cat.Default && req.status == "error" {
 		patches, err = r.errTextPatches(x, body, patches)
@@ -263,7 +264,7 @@ func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) er
 
 // answer writes the client's answer for an error of the chain.
 func (r *Router) answer(req *request, err error) {
-	var ref *Refusal
+	var ref *planner.Refusal
 	var be *backendError
 	switch {
 	case errors.As(err, &ref):
@@ -272,14 +273,14 @@ func (r *Router) answer(req *request, err error) {
 		r.backendFailed(req, be.cat, be.err)
 	default:
 		req.status = "error"
-		r.refuse(req, &Refusal{Kind: RefuseMeta, Reason: "internal", Message: fmt.Sprintf("hms-proxy: %s failed: %v", req.msg.Name, err)})
+		r.refuse(req, &planner.Refusal{Kind: planner.RefuseMeta, Reason: "internal", Message: fmt.Sprintf("hms-proxy: %s failed: %v", req.msg.Name, err)})
 	}
 }
 
 // refuse answers with the exception of the refusal's kind; a kind the method
 // does not declare falls back to its MetaException, and to a
 // TApplicationException when it declares none.
-func (r *Router) refuse(req *request, ref *Refusal) {
+func (r *Router) refuse(req *request, ref *planner.Refusal) {
 	req.status, req.reason = "error", ref.Reason
 	if ref.Status != "" {
 		req.status = ref.Status
@@ -295,12 +296,12 @@ func (r *Router) refuse(req *request, ref *Refusal) {
 	}
 	field := spec.MetaExcField
 	switch ref.Kind {
-	case RefuseUnknownMethod, RefuseProtocol, RefuseMessageType:
+	case planner.RefuseUnknownMethod, planner.RefuseProtocol, planner.RefuseMessageType:
 		req.out = append(req.out, wire.AppException(m.Name, m.SeqID, appType(ref.Kind), ref.Message)...)
 		return
-	case RefuseNoSuchObject:
+	case planner.RefuseNoSuchObject:
 		field = spec.NotFoundField(ref.Table)
-	case RefuseInvalidOperation:
+	case planner.RefuseInvalidOperation:
 		if spec.InvalidOperationField >= 0 {
 			field = spec.InvalidOperationField
 		}
@@ -308,13 +309,13 @@ func (r *Router) refuse(req *request, ref *Refusal) {
 	r.declaredException(req, field, ref.Message)
 }
 
-func appType(k RefusalKind) int32 {
+func appType(k planner.RefusalKind) int32 {
 	switch k {
-	case RefuseUnknownMethod:
+	case planner.RefuseUnknownMethod:
 		return wire.AppUnknownMethod
-	case RefuseProtocol:
+	case planner.RefuseProtocol:
 		return wire.AppProtocolError
-	case RefuseMessageType:
+	case planner.RefuseMessageType:
 		return wire.AppInvalidMessageType
 	}
 	return wire.AppInternalError

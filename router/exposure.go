@@ -8,6 +8,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -75,7 +76,7 @@ func (c *nameCollector) Visit(s *wire.Span) error {
 	switch s.Role {
 	case methods.RoleDB, methods.RoleTable, methods.RoleFullTable:
 		c.spans = append(c.spans, nameSpan{role: s.Role, owner: s.Owner, st: s.Path.Name, field: s.FieldID,
-			elem: s.Elem, val: view(s.Val)})
+			elem: s.Elem, val: wire.View(s.Val)})
 	}
 	return nil
 }
@@ -96,7 +97,7 @@ var definitions = map[string]wire.Role{"Table": methods.RoleTable, "Database": m
 // hiddenOf says what of o a catalog's rules hide: "database", "table" or "".
 func (r *Router) hiddenOf(o object) string {
 	e := r.lane(o.cat).policy.exposure
-	if !e.active() || o.db == "" || strings.EqualFold(o.db, dummyDatabase) {
+	if !e.active() || o.db == "" || strings.EqualFold(o.db, naming.DummyDatabase) {
 		return ""
 	}
 	if !e.DBVisible(o.db) {
@@ -145,7 +146,7 @@ func (r *Router) exposure(next Handler) Handler {
 		}
 		spec := x.Spec()
 		if unattributedLists[spec.Name] && len(p.DBs) == 0 {
-			return &Refusal{Kind: RefuseMeta, Reason: "exposure", Catalog: x.Cat.Name, Message: fmt.Sprintf(
+			return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "exposure", Catalog: x.Cat.Name, Message: fmt.Sprintf(
 				"%s without a database would list names of every database of catalog %s, whose exposure rules (catalog.%s.expose-*) hide some: name the database",
 				spec.Name, x.Cat.Name, x.Cat.Name)}
 		}
@@ -158,7 +159,7 @@ func (r *Router) exposure(next Handler) Handler {
 
 // requestHidden refuses a request naming a hidden object (nil: it names
 // none).
-func (r *Router) requestHidden(x *Exchange) *Refusal {
+func (r *Router) requestHidden(x *Exchange) *planner.Refusal {
 	spec, p := x.Spec(), x.Plan()
 	if spec.Objects == nil {
 		return nil
@@ -244,7 +245,7 @@ func (r *Router) requestHidden(x *Exchange) *Refusal {
 
 // hiddenRefusal is the answer to a request naming hidden object o (what is
 // "database" or "table": the part of o that is hidden), counted.
-func (r *Router) hiddenRefusal(x *Exchange, o object, what string) *Refusal {
+func (r *Router) hiddenRefusal(x *Exchange, o object, what string) *planner.Refusal {
 	if r.metrics != nil {
 		r.metrics.FilteredObjects(x.Method(), o.cat.Name, what, 1)
 	}
@@ -255,11 +256,11 @@ func (r *Router) hiddenRefusal(x *Exchange, o object, what string) *Refusal {
 	if o.def && (what == "table") == (o.table != "") {
 		// A definition of the hidden object itself (not of one inside a
 		// hidden database): a policy refusal, as the access modes answer.
-		return &Refusal{Kind: RefuseMeta, Reason: "exposure", Catalog: o.cat.Name, Message: fmt.Sprintf(
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "exposure", Catalog: o.cat.Name, Message: fmt.Sprintf(
 			"%s %s is hidden by the exposure rules of catalog %s (catalog.%s.expose-*): hms-proxy does not create or rename objects it would hide",
 			what, name, o.cat.Name, o.cat.Name)}
 	}
-	return &Refusal{Kind: RefuseNoSuchObject, Reason: "exposure", Message: what + " " + name + " not found",
+	return &planner.Refusal{Kind: planner.RefuseNoSuchObject, Reason: "exposure", Message: what + " " + name + " not found",
 		Catalog: o.cat.Name, Table: what == "table"}
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -53,7 +54,7 @@ func recordingRouter(t *testing.T, props ...string) (r *Router, reached, dialed 
 		Inner: []Middleware{func(Handler) Handler {
 			return func(context.Context, *Exchange) error {
 				reached.Add(1)
-				return &Refusal{Kind: RefuseMeta, Reason: "test", Message: "reached the executor"}
+				return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "test", Message: "reached the executor"}
 			}
 		}}},
 		Dial: func(context.Context, string, string) (net.Conn, error) {
@@ -351,7 +352,7 @@ func TestExposureFiltersEveryAnswerNamingObjects(t *testing.T) {
 			hidden := sampleResult(m, names[0], names[1])
 			hb := hidden.Encode()
 			got, err := r.filterAnswer(x, hb)
-			var ref *Refusal
+			var ref *planner.Refusal
 			switch {
 			case errors.As(err, &ref):
 				if ref.Reason != "exposure" || !strings.Contains(ref.Message, "bd_secret") && !strings.Contains(ref.Message, "hid_x") {
@@ -418,7 +419,7 @@ func sampleExchange(t *testing.T, r *Router, m *thriftgen.Method, db string) *Ex
 	}
 	req := &request{msg: msg, conn: &ConnInfo{}, status: "ok"}
 	r.plan(req)
-	if req.plan.Kind != PlanSingle {
+	if req.plan.Kind != planner.PlanSingle {
 		return nil
 	}
 	req.x = Exchange{req: req, Cat: req.plan.Target, lane: r.lane(req.plan.Target)}

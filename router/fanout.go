@@ -2,19 +2,17 @@ package router
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
 	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -40,144 +38,6 @@ import (
 // allDatabases is the list cache's name of get_all_databases.
 var allDatabases = dbcache.ListName("get_all_databases", "")
 
-// fanOut runs the legs of a fan-out plan and merges their answers in
-// catalog order.
-func (r *Router) fanOut(ctx context.Context, req *request) {
-	p, m := &req.plan, req.msg
-	req.routed = true
-	if len(p.Legs) == 1 {
-		req.catalog = p.Legs[0].Cat.Name
-	} else {
-		req.fanout = true
-	}
-	var by time.Time // the fan-out's bound, passed down as a value
-	if t := r.res.opt.FanoutTimeout; t > 0 {
-		by = time.Now().Add(t)
-	}
-	safe := r.res.opt.SafeFanoutReads
-	var xs []Exchange
-	if len(p.Legs) == 1 {
-		xs = unsafe.Slice(&req.x, 1) // the single-catalog exchange is free
-	} else {
-		xs = make([]Exchange, len(p.Legs))
-	}
-	req.asked = req.askedArr[:0]
-	for i := range p.Legs {
-		x := &xs[i]
-		*x = Exchange{req: req, Cat: p.Legs[i].Cat, lane: r.lane(p.Legs[i].Cat), Leg: &p.Legs[i], by: by}
-		if safe {
-			// A degraded catalog whose list the cache holds fresh is served
-			// from the cache, not left out.
-			if why := x.lane.degradedNow(); why != "" && !r.legCached(x) {
-				x.omitted = why
-				continue
-			}
-		}
-		req.asked = append(req.asked, x.Cat.Name)
-	}
-	defer func() {
-		for i := range xs {
-			xs[i].releaseLeg(r)
-		}
-	}()
-	var fail error
-	if len(req.asked) > 0 {
-		fail = r.runLegs(ctx, xs, safe)
-	}
-	if fail != nil {
-		r.fanOutFailed(req, fail)
-		return
-	}
-	var total int
-	var omitted []string
-	for i := range xs {
-		x := &xs[i]
-		if x.omitted == "" && x.legErr != nil {
-			x.omitted = omissionReason(x.legErr) // safe: runLegs reported every other failure
-		}
-		if x.omitted != "" {
-			r.recordOmission(m.Name, x.lane, x.omitted, x.legErr)
-			req.omitted = append(req.omitted, x.Cat.Name)
-			omitted = append(omitted, x.Cat.Name+" ("+x.omitted+")")
-			continue
-		}
-		total += x.legN
-	}
-	if len(omitted) == len(xs) {
-		r.refuse(req, &Refusal{Kind: RefuseMeta, Reason: "fanout_degraded", Message: fmt.Sprintf(
-			"%s: every catalog it asks is degraded and was left out (routing.degraded-routing-policy=SAFE_FANOUT_READS): %s",
-			m.Name, strings.Join(omitted, ", "))})
-		return
-	}
-	elem := byte(wire.TString)
-	if p.Merge == MergeTableMeta {
-		elem = wire.TStruct
-	}
-	out := wire.AppendHeader(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID})
-	out = wire.AppendFieldHeader(out, wire.TList, 0)
-	out = append(out, elem)
-	out = binary.BigEndian.AppendUint32(out, uint32(total))
-	for i := range xs {
-		if xs[i].omitted == "" {
-			out = append(out, xs[i].legOut...)
-		}
-	}
-	req.out = append(out, wire.TStop)
-}
-
-// runLegs runs the legs that were not left out, in parallel (the last one
-// on the calling goroutine), and returns the failure that fails the call:
-// the first leg error in STRICT mode, the first one that is not an omission
-// under SAFE_FANOUT_READS. That failure cancels the other legs.
-func (r *Router) runLegs(ctx context.Context, xs []Exchange, safe bool) error {
-	req := xs[0].req
-	if h := r.res.opt.Hedge; h.Enabled {
-		n := h.MaxParallelism
-		if n <= 0 {
-			n = len(xs)
-		}
-		req.fanSem = make(chan struct{}, n)
-	}
-	if len(req.asked) == 1 || r.allCached(xs) { // nothing to overlap or cancel
-		for i := range xs {
-			if xs[i].omitted == "" {
-				if err := r.runLeg(ctx, &xs[i]); err != nil && (!safe || omissionReason(err) == "") {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		once  sync.Once
-		first error
-	)
-	run := func(x *Exchange) {
-		if err := r.runLeg(ctx, x); err != nil && (!safe || omissionReason(err) == "") {
-			once.Do(func() { first = err; cancel() })
-		}
-	}
-	last := -1
-	for i := range xs {
-		if xs[i].omitted == "" {
-			last = i
-		}
-	}
-	var wg sync.WaitGroup
-	for i := range xs {
-		if xs[i].omitted != "" || i == last {
-			continue
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); run(&xs[i]) }()
-	}
-	run(&xs[last])
-	wg.Wait()
-	return first
-}
-
 // allCached reports whether every leg to run is a database list the list
 // cache holds fresh: then they run one after the other on this goroutine,
 // as copies of cached bytes cost less than goroutines.
@@ -197,7 +57,7 @@ func (r *Router) allCached(xs []Exchange) bool {
 // fresh (a get_table_meta leg never is).
 func (r *Router) legCached(x *Exchange) bool {
 	c := r.res.cache
-	if x.Leg.Op != LegDatabases || !c.Enabled(dbcache.DatabaseList) {
+	if x.Leg.Op != planner.LegDatabases || !c.Enabled(dbcache.DatabaseList) {
 		return false
 	}
 	name := allDatabases
@@ -215,26 +75,10 @@ func (r *Router) listUser(x *Exchange) string {
 	return userKey(x.Identity())
 }
 
-// runLeg runs one leg through the policy chain (within max-parallelism
-// when hedged reads bound it) and keeps its error.
-func (r *Router) runLeg(ctx context.Context, x *Exchange) error {
-	if sem := x.req.fanSem; sem != nil {
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
-		case <-ctx.Done():
-			x.legErr = &backendError{cat: x.Cat, err: ctx.Err()}
-			return x.legErr
-		}
-	}
-	x.legErr = r.chain(ctx, x)
-	return x.legErr
-}
-
 // fanOutFailed answers a fan-out whose leg failed.
 func (r *Router) fanOutFailed(req *request, err error) {
 	m := req.msg
-	var ref *Refusal
+	var ref *planner.Refusal
 	if errors.As(err, &ref) {
 		r.refuse(req, ref)
 		return
@@ -252,7 +96,7 @@ func (r *Router) fanOutFailed(req *request, err error) {
 			msg += " (the call asks every catalog; routing.degraded-routing-policy=SAFE_FANOUT_READS would leave a failing catalog out)"
 		}
 	}
-	r.refuse(req, &Refusal{Kind: RefuseMeta, Reason: "fanout_failed", Message: msg})
+	r.refuse(req, &planner.Refusal{Kind: planner.RefuseMeta, Reason: "fanout_failed", Message: msg})
 }
 
 // backendExceptionLabel is the exception label of a failed backend call.
@@ -276,22 +120,25 @@ func (r *Router) execLeg(ctx context.Context, x *Exchange) error {
 	leg := x.Leg
 	x.legOut = x.legBuf(r)
 	switch leg.Op {
-	case LegDatabases:
-		return r.legDatabases(ctx, x, leg.BackendPattern, leg.Match, nil)
-	case LegTableMeta:
+	case planner.LegDatabases:
+		return r.legDatabases(ctx, x, leg.Method, leg.Args, leg.BackendPattern, leg.Match, nil)
+	case planner.LegTableMeta:
 		return r.legTableMeta(ctx, x, leg.Args)
-	case LegTableMetaOfMatching:
+	case planner.LegTableMetaOfMatching:
 		var names []string
-		if err := r.legDatabases(ctx, x, "", leg.Match, &names); err != nil {
+		if err := r.legDatabases(ctx, x, "get_all_databases", planner.EmptyArgs, "", leg.Match, &names); err != nil {
 			return err
 		}
 		x.legOut, x.legN = x.legOut[:0], 0
 		if len(names) == 0 {
 			return nil
 		}
-		a := wire.Value{Type: wire.TStruct, Fields: append([]wire.Field(nil), leg.Args.Fields...)}
+		a, err := wire.DecodeStruct(leg.Args)
+		if err != nil {
+			return fmt.Errorf("fan-out leg of %s: %v", x.Method(), err)
+		}
 		a.Set(1, wire.Str(strings.Join(names, "|")))
-		return r.legTableMeta(ctx, x, a)
+		return r.legTableMeta(ctx, x, a.Encode())
 	}
 	return fmt.Errorf("fan-out leg of %s: unknown operation %d", x.Method(), leg.Op)
 }
@@ -322,21 +169,12 @@ func (x *Exchange) releaseLeg(r *Router) {
 	}
 }
 
-// emptyArgs is the encoded argument struct of get_all_databases.
-var emptyArgs = []byte{wire.TStop}
-
 // legDatabases lists one catalog's databases in external form, filtered by
 // exposure (counted) and by an optional pattern on the external names, and
 // appends them to x.legOut; with names set it collects the backend names
 // instead.
-func (r *Router) legDatabases(ctx context.Context, x *Exchange, backendPattern string, match *regexp.Regexp, names *[]string) error {
+func (r *Router) legDatabases(ctx context.Context, x *Exchange, method string, args []byte, backendPattern string, match *regexp.Regexp, names *[]string) error {
 	cat := x.Cat
-	method, args := "get_all_databases", emptyArgs
-	if backendPattern != "" {
-		method = "get_databases"
-		args = wire.AppendString(wire.AppendFieldHeader(nil, wire.TString, 1), backendPattern)
-		args = append(args, wire.TStop)
-	}
 	name := allDatabases
 	if backendPattern != "" && r.res.cache.Enabled(dbcache.DatabaseList) {
 		name = dbcache.ListName(method, backendPattern)
@@ -360,7 +198,7 @@ func (r *Router) legDatabases(ctx context.Context, x *Exchange, backendPattern s
 		if err != nil {
 			return fmt.Errorf("catalog %s: unreadable %s reply: %v", cat.Name, method, err)
 		}
-		if filtering && !exp.DBVisible(view(db)) {
+		if filtering && !exp.DBVisible(wire.View(db)) {
 			hidden++
 			continue
 		}
@@ -428,9 +266,9 @@ func (r *Router) resultList(b *wire.Buf, cat *naming.Catalog, method string, bod
 
 // legTableMeta asks one catalog for table metadata, rewrites it outward and
 // appends its elements, hiding what exposure hides.
-func (r *Router) legTableMeta(ctx context.Context, x *Exchange, args wire.Value) error {
+func (r *Router) legTableMeta(ctx context.Context, x *Exchange, args []byte) error {
 	cat := x.Cat
-	body, release, err := r.legFetch(ctx, x, "get_table_meta", args.Encode(), "")
+	body, release, err := r.legFetch(ctx, x, "get_table_meta", args, "")
 	if err != nil {
 		return err
 	}

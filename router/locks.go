@@ -15,6 +15,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -93,12 +94,12 @@ func servedByShim(x *Exchange, catalog string) {
 func (r *Router) shimLock(ctx context.Context, x *Exchange, next Handler) error {
 	var args thriftgen.LockArgs
 	if err := decodeThrift(x.req.msg.Body(), &args); err != nil || args.Rqst == nil {
-		return &Refusal{Kind: RefuseProtocol, Reason: "bad_arguments", Message: fmt.Sprintf("lock: cannot read arguments: %v", err)}
+		return &planner.Refusal{Kind: planner.RefuseProtocol, Reason: "bad_arguments", Message: fmt.Sprintf("lock: cannot read arguments: %v", err)}
 	}
 	def := r.ns.Default()
 	split, err := locks.Split(args.Rqst, def.Name, r.lockResolver)
 	if err != nil {
-		return &Refusal{Kind: RefuseMeta, Reason: "bad_lock", Message: "lock: " + err.Error()}
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "bad_lock", Message: "lock: " + err.Error()}
 	}
 	if len(split.Shim) == 0 { // the default catalog's components (and the placeholder) only
 		body, err := encodeThrift(&thriftgen.LockArgs{Rqst: split.Default})
@@ -121,12 +122,12 @@ func (r *Router) shimLock(ctx context.Context, x *Exchange, next Handler) error 
 				continue
 			}
 			if why := r.lane(cat).policy.writeRefusal(cat.Name, "lock", lockDBs(p.Lock)); why != "" {
-				return &Refusal{Kind: RefuseMeta, Reason: "access_mode", Message: why}
+				return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "access_mode", Message: why}
 			}
 		}
 	}
 	if err := locks.Eligible(split.Shim...); err != nil {
-		return &Refusal{Kind: RefuseMeta, Reason: "not_shim_eligible", Message: fmt.Sprintf(
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "not_shim_eligible", Message: fmt.Sprintf(
 			"lock refused: %v; the default catalog is %s (hms-proxy refuses transactional tables and write ids on the others)", err, def.Name)}
 	}
 	lockCat := split.LockCatalog(def.Name)
@@ -500,9 +501,9 @@ func shimError(method string, err error) error {
 	var me *thriftgen.MetaException
 	switch {
 	case errors.As(err, &se):
-		return &Refusal{Kind: RefuseMeta, Reason: "synthetic_lock_store", Message: fmt.Sprintf("hms-proxy: %s failed: %v", method, err)}
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "synthetic_lock_store", Message: fmt.Sprintf("hms-proxy: %s failed: %v", method, err)}
 	case errors.As(err, &me):
-		return &Refusal{Kind: RefuseMeta, Reason: "synthetic_lock", Message: fmt.Sprintf("hms-proxy: %s: %s", method, me.Message)}
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "synthetic_lock", Message: fmt.Sprintf("hms-proxy: %s: %s", method, me.Message)}
 	}
 	return err
 }
@@ -535,7 +536,7 @@ func (r *Router) callCatalog(ctx context.Context, x *Exchange, cat *naming.Catal
 	case compat.Adapted:
 		out, err = ad.Run(bc, &v)
 	default:
-		return &Refusal{Kind: RefuseMeta, Reason: "unsupported", Message: compat.UnsupportedMessage(method, cat.Name, r.lane(cat).runtime)}
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "unsupported", Message: compat.UnsupportedMessage(method, cat.Name, r.lane(cat).runtime)}
 	}
 	var app *compat.AppError
 	var refused *compat.RefusedError
@@ -544,10 +545,10 @@ func (r *Router) callCatalog(ctx context.Context, x *Exchange, cat *naming.Catal
 		if r.metrics != nil {
 			r.metrics.BackendFailure(cat.Name, "TApplicationException")
 		}
-		return &Refusal{Kind: RefuseMeta, Reason: "backend_application_error",
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "backend_application_error",
 			Message: fmt.Sprintf("catalog %s answered %s with TApplicationException: %s", cat.Name, method, app.Message)}
 	case errors.As(err, &refused):
-		return &Refusal{Kind: RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s: %s", method, cat.Name, refused.Reason)}
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s: %s", method, cat.Name, refused.Reason)}
 	case err != nil:
 		return &backendError{cat: cat, err: err}
 	}
@@ -592,7 +593,7 @@ func lockWrites(req *thriftgen.LockRequest) bool {
 func lockDBs(req *thriftgen.LockRequest) []string {
 	var out []string
 	for _, c := range req.Component {
-		if !strings.EqualFold(c.Dbname, dummyDatabase) {
+		if !strings.EqualFold(c.Dbname, naming.DummyDatabase) {
 			out = append(out, c.Dbname)
 		}
 	}

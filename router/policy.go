@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/hms-proxy/hms-proxy/configs"
-	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -149,42 +148,4 @@ func (e *Exposure) filterNames(body []byte, db string) ([]byte, int, error) {
 		return body, 0, nil
 	}
 	return v.Encode(), removed, nil
-}
-
-// Lock types and data operations of LockComponent that write.
-const (
-	lockSharedRead               = 1
-	opInsert, opUpdate, opDelete = 2, 3, 4
-)
-
-// writesData decides, for calls whose write-ness depends on the payload,
-// whether this one writes. A lock request writes when any component takes
-// more than a shared read or belongs to an INSERT/UPDATE/DELETE; a SELECT's
-// SHARED_READ lock on a READ_ONLY catalog must pass.
-func writesData(spec *methods.Spec, body []byte) bool {
-	if spec.Name != "lock" {
-		return true
-	}
-	v, err := wire.DecodeStruct(body)
-	if err != nil {
-		return true // unreadable: treat as a write, the strict choice
-	}
-	req := v.Field(1)
-	if req == nil {
-		return true
-	}
-	comps := req.Field(1)
-	if comps == nil {
-		return true
-	}
-	for i := range comps.Elems {
-		c := &comps.Elems[i]
-		if t := c.Field(1); t == nil || t.Int != lockSharedRead {
-			return true
-		}
-		if op := c.Field(6); op != nil && (op.Int == opInsert || op.Int == opUpdate || op.Int == opDelete) {
-			return true
-		}
-	}
-	return false
 }

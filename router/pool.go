@@ -47,16 +47,14 @@ type BackendOptions struct {
 	// why (monitoring.RetireReasons; metrics).
 	OnRetire func(reason string)
 	// Table is the method table: which outcomes of which RPCs leave a
-	// session fit for the next client (sessions.go). nil: a session is
+	// session fit for the next client (router/methods' sessions.go). nil: a session is
 	// given back only after a success or UNKNOWN_METHOD.
-	Table *methods.
-		// Guard is the catalog's circuit breaker and adaptive timeout, shared
-		// by the catalog's shared pool and its impersonation pools; nil: none.
-		// Every client call asks it first (an open circuit fails fast, before a
-		// session is borrowed), runs within its timeout and reports its outcome
-		// to it. Probes (Probe) bypass it: they are what closes a circuit.
-		Table
-
+	Table *methods.Table
+	// Guard is the catalog's circuit breaker and adaptive timeout, shared
+	// by the catalog's shared pool and its impersonation pools; nil: none.
+	// Every client call asks it first (an open circuit fails fast, before a
+	// session is borrowed), runs within its timeout and reports its outcome
+	// to it. Probes (Probe) bypass it: they are what closes a circuit.
 	Guard *breaker.Guard
 }
 

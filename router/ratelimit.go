@@ -5,6 +5,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/security/ratelimit"
 )
 
@@ -55,7 +56,7 @@ func RateLimit(l *ratelimit.Limiter, m *monitoring.Metrics) Middleware {
 				if m != nil {
 					m.RateLimited(d.Dimension, d.Scope, x.Method(), string(spec.Family), catalog)
 				}
-				return &Refusal{Kind: RefuseMeta, Reason: "rate_limit", Message: d.Message(), Status: monitoring.StatusThrottled}
+				return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "rate_limit", Message: d.Message(), Status: monitoring.StatusThrottled}
 			})
 			if err != nil {
 				return err

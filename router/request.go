@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/compat"
@@ -22,8 +21,8 @@ import (
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
 	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/security"
-	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -83,6 +82,7 @@ type Router struct {
 	seq      atomic.Uint64
 	bufs     sync.Pool
 	trace    Tracer
+	planner  *planner.Planner
 	chain    Handler
 	logs     *logLimiter
 
@@ -106,7 +106,7 @@ type Tracer interface {
 	// ClientReply: what the client gets (nil for oneway calls).
 	ClientReply(id uint64, reply []byte)
 	// Plan: what the router decided to do with the request.
-	Plan(id uint64, p *Plan)
+	Plan(id uint64, p *planner.Plan)
 }
 
 // New builds the router over its lanes.
@@ -159,7 +159,7 @@ func New(opt Options) (*Router, error) {
 			r.metrics.KnownBackend(l.cat.Name)
 		}
 		if r.res.cache.Shared(dbcache.DatabaseList) {
-			l.allLoader = r.newListLoader(l.cat, nil, "get_all_databases", emptyArgs)
+			l.allLoader = r.newListLoader(l.cat, nil, "get_all_databases", planner.EmptyArgs)
 		}
 	}
 	tables, err := newTablePolicy(r, opt.Tables)
@@ -168,6 +168,7 @@ func New(opt Options) (*Router, error) {
 	}
 	r.chain = compose(r.execute, r.links(opt, tables)...)
 	r.locals = opt.Local
+	r.planner = planner.New(r.facts())
 	if po := opt.Resilience.Polling; po != nil {
 		if r.res.poller, err = r.newPoller(*po); err != nil {
 			return nil, err
@@ -178,6 +179,21 @@ func New(opt Options) (*Router, error) {
 
 // Table returns the method table (metric label set, tests).
 func (r *Router) Table() *methods.Table { return r.table }
+
+// facts are what the planner may know: the lanes' static facts (their
+// catalogs and runtimes) and the router-wide ones.
+func (r *Router) facts() planner.Facts {
+	f := planner.Facts{Namespace: r.ns, Table: r.table, Adapters: r.adapters, MaxMessage: r.maxMsg,
+		LockShim: r.shim != nil, Local: map[string]bool{},
+		SyntheticRefreshPrivileges: r.res.opt.SyntheticRefreshPrivileges}
+	for _, l := range r.lanes {
+		f.Lanes = append(f.Lanes, planner.LaneFacts{Catalog: l.cat, Runtime: l.runtime})
+	}
+	for name, h := range r.locals {
+		f.Local[name] = h != nil
+	}
+	return f
+}
 
 // Namespace returns the naming model.
 func (r *Router) Namespace() *naming.Namespace { return r.ns }
@@ -210,28 +226,10 @@ func (r *Router) Close() {
 	}
 }
 
-// Frontend is one front-door listener's view: its name and the method set of
-// its profile.
-type Frontend struct {
-	Name    string
-	Profile thriftgen.ProfileSet
-	Runtime *compat.Runtime // identity (getVersion); nil = forward
-	Dialect *compat.Dialect // field-id dialect of the profile's clients; nil = canonical
-	// Internal: the proxy's own in-process connections (the Iceberg REST
-	// frontend's metastore client). What they hold, such as a lock taken for
-	// a commit, belongs to this instance and ends with it.
-	Internal bool
-}
-
-// Allows reports whether the listener's profile has the method.
-func (f *Frontend) Allows(s *methods.Spec) bool {
-	return f == nil || f.Profile == 0 || s.Method.Profiles&f.Profile != 0
-}
-
 // ConnInfo is the per-connection state the pipeline reads.
 type ConnInfo struct {
 	Remote   string
-	Frontend *Frontend
+	Frontend *planner.Frontend
 	identity atomic.Pointer[security.Identity]
 }
 
@@ -266,10 +264,11 @@ func Info(ctx context.Context) *RequestInfo {
 // its plan, and its outcome (read by metrics, audit and logs). It lives for
 // the call; small inline arrays keep a typical request allocation-free.
 type request struct {
+	r    *Router
 	msg  *wire.Message
 	conn *ConnInfo
 	info RequestInfo
-	plan Plan
+	plan planner.Plan
 	out  []byte // the client's answer
 
 	catalog       string
@@ -281,14 +280,14 @@ type request struct {
 	status        string
 	reason        string // refusal reason label
 
-	rt   route      // the catalog hints of the arguments
-	av   argVisitor // their walk
-	x    Exchange   // the single-catalog exchange
-	out2 outward    // outward rewrites collected while the reply is read
-	rw   ReplyWalk  // the walk that collects them
+	x    Exchange  // the single-catalog exchange
+	out2 outward   // outward rewrites collected while the reply is read
+	rw   ReplyWalk // the walk that collects them
 
-	// Fan-out (fanout.go): the catalogs asked (legs not left out), those
-	// left out under SAFE_FANOUT_READS, the bound of attempts in flight.
+	// Fan-out (cursor.go, fanout.go): the legs' exchanges, the catalogs
+	// asked (legs not left out), those left out under SAFE_FANOUT_READS,
+	// the bound of attempts in flight.
+	legs           []Exchange
 	asked, omitted []string
 	askedArr       [2]string
 	fanSem         chan struct{}
@@ -309,7 +308,7 @@ func (r *Router) Handle(ctx context.Context, conn *ConnInfo, msg *wire.Message, 
 	if r.trace != nil {
 		r.trace.Incoming(id, conn, msg)
 	}
-	if d := conn.Frontend.dialect(); d.Touches(msg.Name, false) || d.Touches(msg.Name, true) {
+	if d := clientDialect(conn.Frontend); d.Touches(msg.Name, false) || d.Touches(msg.Name, true) {
 		r.serveDialect(ctx, req, d)
 	} else {
 		r.serve(ctx, req)
@@ -319,36 +318,6 @@ func (r *Router) Handle(ctx context.Context, conn *ConnInfo, msg *wire.Message, 
 	}
 	r.finish(req, time.Since(start))
 	return req.out
-}
-
-// serve plans the request and runs the plan.
-func (r *Router) serve(ctx context.Context, req *request) {
-	r.plan(req)
-	p := &req.plan
-	if r.trace != nil {
-		r.trace.Plan(req.info.ID, p)
-	}
-	switch p.Kind {
-	case PlanRefuse:
-		if p.Refusal.Reason == "ambiguous" && r.metrics != nil {
-			r.metrics.RoutingAmbiguous()
-		}
-		r.refuse(req, p.Refusal)
-	case PlanLocal:
-		if p.Local == AnswerHandler {
-			r.serveLocalCall(ctx, req, r.locals[req.msg.Name])
-			break
-		}
-		r.local(req)
-	case PlanSingle:
-		req.catalog, req.routed, req.defaultRouted = p.Target.Name, true, p.DefaultRouted
-		req.x = Exchange{req: req, Cat: p.Target, lane: r.lane(p.Target)}
-		if err := r.chain(ctx, &req.x); err != nil {
-			r.answer(req, err)
-		}
-	case PlanFanOut:
-		r.fanOut(ctx, req)
-	}
 }
 
 // finish counts and audits the request once.
@@ -384,17 +353,6 @@ func (r *Router) finish(req *request, d time.Duration) {
 		}
 		r.audit.Log(rec)
 	}
-}
-
-// view returns a string sharing b's bytes. The router uses it only for
-// values read from the message being served, whose buffer is neither
-// changed nor reused until the call is answered; nothing that outlives the
-// call may keep such a string.
-func view(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
 }
 
 // outward collects the internal → external rewrites of a result body.

@@ -13,6 +13,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/router/guards"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/router/purge"
 	"github.com/hms-proxy/hms-proxy/router/viewsql"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
@@ -369,14 +370,14 @@ func (t *tablePolicy) write(ctx context.Context, x *Exchange, next Handler, m *t
 	}
 	v, err := wire.DecodeStruct(x.Args())
 	if err != nil {
-		return &Refusal{Kind: RefuseProtocol, Reason: "bad_arguments", Message: fmt.Sprintf("%s: cannot read arguments: %v", x.Method(), err)}
+		return &planner.Refusal{Kind: planner.RefuseProtocol, Reason: "bad_arguments", Message: fmt.Sprintf("%s: cannot read arguments: %v", x.Method(), err)}
 	}
 	changed := false
 	if txn {
 		act, err := t.txn.Check(x.Method(), addr, &v)
 		switch act {
 		case guards.TxnRefused:
-			return &Refusal{Kind: RefuseMeta, Reason: "transactional_ddl", Message: err.Error()}
+			return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "transactional_ddl", Message: err.Error()}
 		case guards.TxnRewritten:
 			changed = true
 			t.r.log.Info("transactional table rewritten to an external table (guard.transactional-ddl.mode=REWRITE_TRANSACTIONAL_TO_EXTERNAL)",
@@ -394,7 +395,7 @@ func (t *tablePolicy) write(ctx context.Context, x *Exchange, next Handler, m *t
 				return fmt.Errorf("view SQL rewrite: %w", err)
 			}
 			if err := res.Err(); err != nil {
-				return &Refusal{Kind: RefuseMeta, Reason: "view_cross_catalog",
+				return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "view_cross_catalog",
 					Message: fmt.Sprintf("%s of view %s.%s refused: %v", x.Method(), t.r.ns.ExternalDB(x.Cat, tbl.Field(tableFieldDB).String()),
 						tbl.Field(tableFieldName).String(), err)}
 			}
@@ -434,7 +435,7 @@ func (t *tablePolicy) drop(ctx context.Context, x *Exchange, next Handler, m *ta
 	}
 	v, err := wire.DecodeStruct(x.Args())
 	if err != nil {
-		return &Refusal{Kind: RefuseProtocol, Reason: "bad_arguments", Message: fmt.Sprintf("%s: cannot read arguments: %v", x.Method(), err)}
+		return &planner.Refusal{Kind: planner.RefuseProtocol, Reason: "bad_arguments", Message: fmt.Sprintf("%s: cannot read arguments: %v", x.Method(), err)}
 	}
 	args := &v
 	dbID, tblID, delID := dropArgsDB, dropArgsTable, dropArgsDeleteData
@@ -657,18 +658,18 @@ func (b *guardBackend) Alter(ctx context.Context, method string, args *wire.Valu
 func (r *Router) relayAs(ctx context.Context, x *Exchange, method string, body []byte) error {
 	req, cat := x.req, x.Cat
 	if mode, _ := r.adapters.Plan(r.lane(cat).runtime, method); mode != compat.Native {
-		return &Refusal{Kind: RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s: %s is not served natively by %s", x.Method(), cat.Name, method, r.lane(cat).runtime.Name)}
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s: %s is not served natively by %s", x.Method(), cat.Name, method, r.lane(cat).runtime.Name)}
 	}
 	body, err := r.guardCall(req, cat, body, true)
 	if err != nil {
-		return &Refusal{Kind: RefuseMeta, Reason: "lossless", Message: fmt.Sprintf("%s on catalog %s refused: %v", x.Method(), cat.Name, err)}
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "lossless", Message: fmt.Sprintf("%s on catalog %s refused: %v", x.Method(), cat.Name, err)}
 	}
 	buf := wire.AppendHeader(nil, wire.Header{Name: method, Type: wire.Call, SeqID: req.msg.SeqID})
 	buf = append(buf, body...)
 	dialect := r.lane(cat).dialect
 	if dialect.Touches(method, false) {
 		if buf, err = remapMessage(buf, dialect.ToWire, false); err != nil {
-			return &Refusal{Kind: RefuseMeta, Reason: "dialect", Message: err.Error()}
+			return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "dialect", Message: err.Error()}
 		}
 	}
 	if r.trace != nil {

@@ -234,3 +234,8 @@ func AppendPrefixed(dst []byte, a, b, c string, d []byte) []byte {
 	dst = append(dst, c...)
 	return append(dst, d...)
 }
+
+// DummyDatabase is Hive's placeholder source of INSERT … VALUES and
+// FROM-less queries (SemanticAnalyzer.DUMMY_DATABASE): it exists in no
+// metastore and belongs to no catalog.
+const DummyDatabase = "_dummy_database"
