@@ -283,7 +283,10 @@ func (a *saslAuth) Accept(c net.Conn) (net.Conn, *security.Identity, error) {
 // KerberosReport is the /readyz kerberos section: the primary listener's
 // front door and the outbound login.
 func (s *Security) KerberosReport() monitoring.KerberosReport {
-	return gssapi.Report(s.Fronts["primary"], s.Backend)
+	// gssapi.Status has monitoring.KerberosStatus's fields: security keeps
+	// its own type, the management's report converts it.
+	return monitoring.KerberosReport{FrontDoor: monitoring.KerberosStatus(s.Fronts["primary"].Status()),
+		Backend: monitoring.KerberosStatus(s.Backend.Status())}
 }
 
 // TokenStoreStatus is the /readyz tokenStore section (nil without tokens).
