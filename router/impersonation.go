@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hms-proxy/hms-proxy/monitoring"
+	"github.com/hms-proxy/hms-proxy/monitoring/metric"
 	"github.com/hms-proxy/hms-proxy/security"
 )
 
@@ -72,15 +73,15 @@ type ImpersonationMetrics struct {
 
 // NewImpersonationMetrics registers the metrics with reg (nil: unregistered).
 func NewImpersonationMetrics(reg prometheus.Registerer) (*ImpersonationMetrics, error) {
+	r := metric.New(reg, "impersonation metrics")
 	m := &ImpersonationMetrics{
-		users: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricImpersonationUsers,
-			Help: "Users with an impersonation session pool (bounded by impersonation-max-clients per catalog)."}),
-		sessions: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricImpersonationSessions,
-			Help: "Backend sessions of impersonation pools, in use (active) or idle."}, []string{"state"}),
-		timeouts: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricImpersonationAcquireTimeouts,
-			Help: "Calls that found no free session in their user's impersonation pool in time."}),
-		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricImpersonationEvictions,
-			Help: "Impersonation sessions closed, by reason."}, []string{"reason"}),
+		users: r.Gauge(MetricImpersonationUsers,
+			"Users with an impersonation session pool (bounded by impersonation-max-clients per catalog)."),
+		sessions: r.GaugeVec(MetricImpersonationSessions,
+			"Backend sessions of impersonation pools, in use (active) or idle.", "state"),
+		timeouts: r.Counter(MetricImpersonationAcquireTimeouts,
+			"Calls that found no free session in their user's impersonation pool in time."),
+		evictions: r.CounterVec(MetricImpersonationEvictions, "Impersonation sessions closed, by reason.", "reason"),
 	}
 	for _, s := range []string{"active", "idle"} {
 		m.sessions.WithLabelValues(s)
@@ -88,12 +89,8 @@ func NewImpersonationMetrics(reg prometheus.Registerer) (*ImpersonationMetrics, 
 	for _, r := range []string{EvictIdle, EvictTransportFailure, EvictUserEvicted, EvictUserCapacity} {
 		m.evictions.WithLabelValues(r)
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.users, m.sessions, m.timeouts, m.evictions} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("impersonation metrics: %w", err)
-			}
-		}
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

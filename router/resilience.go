@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hms-proxy/hms-proxy/monitoring/metric"
 	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
 	"github.com/hms-proxy/hms-proxy/router/polling"
@@ -106,20 +107,15 @@ type ResilienceMetrics struct {
 
 // NewResilienceMetrics registers the metrics with reg (nil: unregistered).
 func NewResilienceMetrics(reg prometheus.Registerer) (*ResilienceMetrics, error) {
+	r := metric.New(reg, "resilience metrics")
 	m := &ResilienceMetrics{
-		omitted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricFanoutOmittedTotal,
-			Help: "Catalogs left out of a safe fan-out read (routing.degraded-routing-policy=SAFE_FANOUT_READS), by method, catalog and reason (circuit_open, probe_failed, timeout, failed)."},
-			[]string{"method", "catalog", "reason"}),
-		hedges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricHedgedReadsTotal,
-			Help: "Second attempts of fan-out reads sent to a slow catalog (routing.hedged-read), by catalog and result: won (answered first) or lost."},
-			[]string{"catalog", "result"}),
+		omitted: r.CounterVec(MetricFanoutOmittedTotal,
+			"Catalogs left out of a safe fan-out read (routing.degraded-routing-policy=SAFE_FANOUT_READS), by method, catalog and reason (circuit_open, probe_failed, timeout, failed).", "method", "catalog", "reason"),
+		hedges: r.CounterVec(MetricHedgedReadsTotal,
+			"Second attempts of fan-out reads sent to a slow catalog (routing.hedged-read), by catalog and result: won (answered first) or lost.", "catalog", "result"),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.omitted, m.hedges} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("resilience metrics: %w", err)
-			}
-		}
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -1,6 +1,10 @@
 package cachesync
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hms-proxy/hms-proxy/monitoring/metric"
+)
 
 // Metric names (hms-proxy additions: the specification has no cache
 // coherence across instances).
@@ -25,19 +29,14 @@ type Metrics struct {
 // NewMetrics creates the metrics and registers them with reg (nil: not
 // registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	r := metric.New(reg, "cache coherence metrics")
 	m := &Metrics{
-		bumps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricBumpsTotal,
-			Help: "Database cache epoch bumps written to ZooKeeper after a database write, by catalog and result (ok, error; a failed bump is retried).",
-		}, []string{"catalog", "result"}),
-		invalidations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricInvalidationsTotal,
-			Help: "Database cache invalidations caused through ZooKeeper, by catalog (all for a whole-cache drop) and reason (epoch_changed, session_lost, reconnected).",
-		}, []string{"catalog", "reason"}),
+		bumps: r.CounterVec(MetricBumpsTotal,
+			"Database cache epoch bumps written to ZooKeeper after a database write, by catalog and result (ok, error; a failed bump is retried).", "catalog", "result"),
+		invalidations: r.CounterVec(MetricInvalidationsTotal,
+			"Database cache invalidations caused through ZooKeeper, by catalog (all for a whole-cache drop) and reason (epoch_changed, session_lost, reconnected).", "catalog", "reason"),
 	}
-	if reg != nil {
-		reg.MustRegister(m.bumps, m.invalidations)
-	}
+	r.Must()
 	return m
 }
 
