@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -177,4 +178,61 @@ func TestREADMEMinimalConfigurationLoads(t *testing.T) {
 	for _, w := range cfg.Warnings {
 		t.Logf("warning: %s", w)
 	}
+}
+
+// TestDocumentedDefaultsAreTheRegistrys: a hand-written table of keys and
+// their defaults in a document (a "key | default | …" table) says what the
+// registry says, so a changed default cannot leave the documents behind.
+func TestDocumentedDefaultsAreTheRegistrys(t *testing.T) {
+	cellKey := regexp.MustCompile("^`([^`]+)`(?: \\*\\*\\(hms-proxy\\)\\*\\*)?$")
+	cellValue := regexp.MustCompile("^`([^`]+)`$")
+	checked := 0
+	for _, f := range documents(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inTable := false
+		for i, line := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(line, "|") {
+				inTable = false
+				continue
+			}
+			cells := strings.Split(strings.Trim(line, "|"), "|")
+			for j := range cells {
+				cells[j] = strings.TrimSpace(cells[j])
+			}
+			if len(cells) >= 2 && strings.HasPrefix(cells[0], "key") && cells[1] == "default" {
+				inTable = true
+				continue
+			}
+			if !inTable || len(cells) < 2 {
+				continue
+			}
+			km, vm := cellKey.FindStringSubmatch(cells[0]), cellValue.FindStringSubmatch(cells[1])
+			if km == nil || vm == nil {
+				continue
+			}
+			c, ok := reg.lookup(keyPlaceholder.ReplaceAllString(km[1], "x"))
+			if !ok || c.key.def == "" {
+				continue
+			}
+			checked++
+			if !sameValue(vm[1], c.key.def) {
+				t.Errorf("%s:%d: %s defaults to %s, the document says %s", filepath.Base(f), i+1, km[1], c.key.def, vm[1])
+			}
+		}
+	}
+	if checked < 15 {
+		t.Fatalf("only %d documented defaults checked: is the scan broken?", checked)
+	}
+}
+
+func sameValue(a, b string) bool {
+	if strings.EqualFold(a, b) {
+		return true
+	}
+	x, errA := strconv.ParseFloat(a, 64)
+	y, errB := strconv.ParseFloat(b, 64)
+	return errA == nil && errB == nil && x == y
 }
