@@ -18,9 +18,10 @@ import (
 // Order (outer to inner): Options.Outer (rate limits), the access mode, the
 // exposure rules, the table policies (tables.go: view SQL, transactional DDL
 // and Iceberg pointer guards, drop purge), the ACID policy for table
-// definitions (acid.go), Options.Inner (the lock shim,
-// breakers), then the executor, which sends the call to the exchange's
-// catalog.
+// definitions (acid.go), the lock shim (locks.go), Options.Inner (the
+// database caches' cross-replica sync), the database cache invalidation,
+// then the executor, which sends the call to the exchange's catalog. Circuit
+// breakers sit in the backend pool, not in the chain.
 
 // Handler serves one exchange. On success it has written the client's answer
 // (single-catalog calls) or the leg's results (fan-out legs); an error is a

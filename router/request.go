@@ -1,9 +1,10 @@
 // Package router is the request pipeline of hms-proxy: the planner turns a
 // request and its method-table row into a Plan (one catalog with its inward
 // rewrites, a fan-out, a local answer, or a refusal) without I/O; the policy
-// chain (access mode, exposure, and the hooks later features plug into) wraps
-// one executor, which calls the catalog's backend pool and rewrites the
-// answer outward; every request is counted and audited once.
+// chain (rate limits, access mode, exposure, table policies, ACID policy,
+// lock shim: see chain.go) wraps one executor, which calls the catalog's
+// backend pool and rewrites the answer outward; every request is counted and
+// audited once. docs/routing.md describes it for operators.
 package router
 
 import (
@@ -29,7 +30,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
-// Options are the parts a Router is built from (built in cmd, passed in).
+// Options are the parts a Router is built from (built by package app).
 type Options struct {
 	Config  *configs.Config
 	Metrics *monitoring.Metrics
@@ -37,21 +38,24 @@ type Options struct {
 	Log     *slog.Logger
 	// Tracer receives per-request debug traces; nil = tracing off (free).
 	Tracer Tracer
-	// Dial overrides backend dialing (tests, later: SASL); nil = TCP.
+	// Dial overrides backend dialing (tests); nil = TCP. Dials below
+	// overrides it per catalog.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Adapters are the compatibility adapters calls are planned with;
 	// nil = compat.NewAdapters().
 	Adapters *compat.Adapters
-	// Outer middlewares run first (rate limits); Inner ones after access
-	// mode and exposure, just before the executor (guards, lock shim,
-	// breakers). See chain.go.
+	// Outer middlewares run first (rate limits); Inner ones after the
+	// access mode, exposure, table policies, ACID policy and lock shim, just
+	// before the executor (the database caches' cross-replica sync). See
+	// chain.go.
 	Outer, Inner []Middleware
 	// Locks is the synthetic lock shim of the non-default catalogs (see
 	// locks.go); nil: a lock on another catalog than the default is refused.
 	Locks *locks.Shim
 	// LockMetrics counts lock-request splits (nil: not counted).
 	LockMetrics *locks.Metrics
-	// Dials override Dial per catalog name (outbound Kerberos). See security.go.
+	// Dials override Dial per catalog name (outbound Kerberos, TLS); built
+	// by app/security.go.
 	Dials map[string]func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Local methods the proxy answers itself (delegation tokens), by name;
 	// they take precedence over the method table's routing.
@@ -308,8 +312,9 @@ type ConnInfo struct {
 	identity atomic.Pointer[security.Identity]
 }
 
-// Identity is who the connection's requests run for (set_ugi today, SASL
-// later); nil when nothing was asserted.
+// Identity is who the connection's requests run for (the SASL handshake's
+// principal, a REST request's caller, or set_ugi on a plain listener); nil
+// when nothing was asserted.
 func (c *ConnInfo) Identity() *security.Identity { return c.identity.Load() }
 
 // SetIdentity binds an identity to the connection (the front door does it
