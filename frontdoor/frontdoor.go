@@ -212,14 +212,16 @@ func (l *Listener) accept() {
 		}
 		if max := l.cfg.MaxConnsPerSource; max > 0 && l.sources[cn.src] >= max {
 			l.mu.Unlock()
+			// Counted before the close: a client that sees its connection
+			// closed must find the refusal in the metrics already.
+			if l.hooks.Refused != nil {
+				l.hooks.Refused("per_source")
+			}
 			c.Close()
 			l.perSourceLog.Do(func() {
 				l.log.Warn("closing a connection past the per-source limit (server.max-connections-per-source; at most one such line every 10 s)",
 					"remote", cn.src, "limit", max)
 			})
-			if l.hooks.Refused != nil {
-				l.hooks.Refused("per_source")
-			}
 			continue
 		}
 		l.sources[cn.src]++

@@ -18,9 +18,10 @@ import (
 // from their database caches, when this build has them); a write refused
 // by policy bumps nothing. With the caches built, a database dropped
 // through A is never served by B or C from their caches once they had the
-// notification. That is what the README promises: a notification, not a
-// read barrier (a read on B that races the notification may still see the
-// cached entry), so the test waits for the notification (the event), then
+// notification. That is what the documentation promises
+// (docs/operations.md#database-caches-across-replicas-routingdatabase-cachezookeeper):
+// a notification, not a read barrier (a read on B that races the
+// notification may still see the cached entry), so the test waits for the notification (the event), then
 // reads; asserting the read at once measured a race that a loaded machine
 // loses.
 func TestDatabaseWritesThroughOneReplicaInvalidateTheOthers(t *testing.T) {

@@ -44,7 +44,7 @@ func getReplicaReadyz(t *testing.T, r *cluster.Replica) replicaReadyz {
 // Issue 20, item 6: the metastore of one catalog out of three is SIGKILLed.
 // Every replica goes on answering /readyz 200 (naming the catalog as
 // disconnected in the body), so HAProxy, which health-checks /readyz as the
-// README's example does, keeps every replica UP; new connections through
+// docs/operations.md#the-balancer-haproxy-example does, keeps every replica UP; new connections through
 // the balancer reach every replica and the other catalogs are served, while
 // the dead catalog's calls fail with an error naming it. Before, every
 // replica answered 503 and HAProxy took all three out: clients of the

@@ -20,7 +20,7 @@ import (
 var rckNamespaces = []string{"a", "newdb", "newdb_1", "newdb_2", "ns", "ns1", "ns2", "ns_1", "ns_2", "other_ns", "parent"}
 
 // rckHiveRule is the one kit test a Hive metastore cannot pass, with Hive's
-// rule (README, "Iceberg REST catalog"): testNamespaceWithSlash creates the
+// rule (docs/rest.md#conformance-icebergs-rest-compatibility-kit): testNamespaceWithSlash creates the
 // namespace "new/db", and a Hive database name has only letters, digits and
 // '_' (MetaStoreUtils.validateName). The proxy answers 400 naming the rule.
 const (
