@@ -107,6 +107,10 @@ type Spec struct {
 	// this replica's caches drop it, and other replicas are told
 	// (router/dbcache/cachesync).
 	DatabaseWrite bool
+	// Authz is the row's Ranger rule (authz.go); HasAuthz is false for the
+	// RPCs no rule covers (they name no database or table).
+	Authz    Authz
+	HasAuthz bool
 }
 
 // databaseWrites are the rows of DatabaseWrite.
@@ -303,6 +307,7 @@ func BuildTable() (*Table, error) {
 			UnknownDBField: -1, UnknownTableField: -1, InvalidObjectField: -1,
 			Rename: renames[m.Name], SessionState: sessionState[m.Name], DatabaseWrite: databaseWrites[m.Name],
 			excNames: map[int16]string{}}
+		s.Authz, s.HasAuthz = authzOf(m.Name)
 		if s.Special == RefuseAlways {
 			s.Why = "catalogs are managed in the proxy configuration (catalogs=...), not by client RPCs"
 		}
