@@ -368,7 +368,7 @@ func TestExposureFiltersEveryAnswerNamingObjects(t *testing.T) {
 					_ = wire.WalkVisitor(hb, spec.ResultObjects, 0, &c)
 				}
 				// (a list of table names is of the request's database, bd_pub)
-				if tableNameLists[m.Name] && names[1] == "hid_x" || r.namesHidden(x.Cat, c.spans, "bd_pub") {
+				if tableNameLists[m.Name] && names[1] == "hid_x" || r.namesHidden(x.Cat, c.spans, "bd_pub", r.hiddenOf) {
 					t.Errorf("%s: an answer naming hidden objects passed unchanged", m.Name)
 				}
 			default:
@@ -377,7 +377,7 @@ func TestExposureFiltersEveryAnswerNamingObjects(t *testing.T) {
 					if err := wire.WalkVisitor(got, spec.ResultObjects, 0, &c); err != nil {
 						t.Fatalf("%s: %v", m.Name, err)
 					}
-					if r.namesHidden(x.Cat, c.spans, "bd_pub") {
+					if r.namesHidden(x.Cat, c.spans, "bd_pub", r.hiddenOf) {
 						t.Errorf("%s: the filtered answer still names a hidden object", m.Name)
 					}
 				}
