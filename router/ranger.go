@@ -36,6 +36,13 @@ import (
 // A lane whose plugin has no policies in force refuses every call with a
 // MetaException that says why: never allow-all for lack of policies.
 
+// Words of the link's refusals the REST door maps to HTTP statuses (a
+// denial is a 403, policies not in force a 503).
+const (
+	RangerDenied   = "denied by the Ranger policies"
+	RangerNotReady = "Ranger policies are not in force"
+)
+
 // RangerOptions configure the authorization link.
 type RangerOptions struct {
 	// Groups adds the group mapping's groups (security.groups.mapping) to
@@ -142,8 +149,8 @@ func (k *rangerCheck) notReady(a *ranger.Authorizer) *planner.Refusal {
 	}
 	if err := a.Plugin().Ready(); err != nil {
 		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "ranger_not_ready", Catalog: k.x.Cat.Name, Message: fmt.Sprintf(
-			"catalog %s is guarded by %s, whose policies are not in force, so hms-proxy serves none of its calls: %v",
-			k.x.Cat.Name, a, err)}
+			"catalog %s is guarded by %s: its %s, so hms-proxy serves none of its calls: %v",
+			k.x.Cat.Name, a, RangerNotReady, err)}
 	}
 	return nil
 }
@@ -213,8 +220,8 @@ func (k *rangerCheck) denied(o object, kind, name, access string, d ranger.Decis
 		backend += "." + name
 	}
 	return k.refuse(&planner.Refusal{Kind: planner.RefuseMeta, Reason: "ranger", Catalog: o.cat.Name, Message: fmt.Sprintf(
-		"ranger: user %s has no %s access to %s %s (backend %s) in %s: %s",
-		user, access, kind, ext, backend, k.r.lane(o.cat).authorizer, by)}, d.PolicyID)
+		"ranger: %s access to %s %s (backend %s) is %s for user %s (%s: %s)",
+		access, kind, ext, backend, RangerDenied, user, k.r.lane(o.cat).authorizer, by)}, d.PolicyID)
 }
 
 // judge checks one object a request names against the row's access.
@@ -245,6 +252,8 @@ func (k *rangerCheck) judge(o object, alone bool) *planner.Refusal {
 			}
 			return k.notFound(o, what, name)
 		}
+	} else if o.table != "" && k.hidden(object{cat: o.cat, db: o.db}) != "" {
+		return k.notFound(o, "database", "") // a table defined in a database the caller cannot see
 	}
 	if access == methods.AccessAny {
 		return nil
