@@ -56,13 +56,13 @@ func javaUser(t *testing.T) string {
 
 // policy is one Ranger policy of the test, in the fields that differ.
 type policy struct {
-	id           int
-	db, table    string
-	users        []string
-	groups       []string
-	access       []string
-	deny         bool
-	udf          bool
+	id        int
+	db, table string
+	users     []string
+	groups    []string
+	access    []string
+	deny      bool
+	udf       bool
 }
 
 // servicePolicies is a ServicePolicies download document (version v) of
@@ -128,7 +128,7 @@ func newWorld(t *testing.T, extra ...string) *world {
 	e2eutil.NeedHive(t)
 	id := e2eutil.Uniq("")
 	w := &world{pub: "rg_pub" + id, sec: "rg_sec" + id, fin: "rg_fin" + id, cacheDir: t.TempDir(),
-		audit: filepath.Join(t.TempDir(), "audit.log"),
+		audit:  filepath.Join(t.TempDir(), "audit.log"),
 		direct: map[string]*thriftgen.Client{"catalog1": proxytest.Client(t, e2eutil.HMS1.URI), "hx": proxytest.Client(t, e2eutil.HMS2.URI)}}
 	for _, d := range w.direct {
 		for _, db := range []string{w.pub, w.sec, w.fin} {
@@ -350,7 +350,7 @@ func TestRangerDeniedWritesChangeNothing(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"alice drops vis_a (denied by policy 12)", alice.DropTable(ctx, "hx__"+w.pub, "vis_a", true), "drop access to table hx__"+w.pub+".vis_a"},
+		{"alice drops vis_a (denied by policy 12)", alice.DropTable(ctx, "hx__"+w.pub, "vis_a", true), "drop access to table hx__" + w.pub + ".vis_a"},
 		{"alice drops hid_x (no access at all)", alice.DropTable(ctx, "hx__"+w.pub, "hid_x", true), "not found"},
 		{"alice creates a table in pub", alice.CreateTable(ctx, e2eutil.Table("hx__"+w.pub, "vis_new")), "create access to table"},
 		{"alice drops database fin", alice.DropDatabase(ctx, "hx__"+w.fin, true, true), "not found"},
@@ -383,7 +383,7 @@ func TestRangerDeniedWritesChangeNothing(t *testing.T) {
 func addParts(c *thriftgen.Client, db, table string) error {
 	tb := e2eutil.Table(db, table)
 	_, err := c.AddPartitionsReq(context.Background(), &thriftgen.AddPartitionsRequest{DbName: db, TblName: table,
-		Parts: []*thriftgen.Partition{{Values: []string{"9"}, DbName: db, TableName: table, Sd: tb.Sd, Parameters: map[string]string{}}},
+		Parts:       []*thriftgen.Partition{{Values: []string{"9"}, DbName: db, TableName: table, Sd: tb.Sd, Parameters: map[string]string{}}},
 		IfNotExists: true})
 	return err
 }
