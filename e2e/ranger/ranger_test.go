@@ -114,6 +114,12 @@ func servicePolicies(t *testing.T, v int, ps ...policy) []byte {
 	return b
 }
 
+// roles is the service's RangerRoles download: none defined, as Admin
+// answers for a service without roles.
+func roles() []byte {
+	return []byte(`{"serviceName":"` + service + `","roleVersion":1,"rangerRoles":[]}`)
+}
+
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
@@ -154,6 +160,7 @@ func newWorld(t *testing.T, extra ...string) *world {
 	}
 	t.Cleanup(w.admin.Close)
 	w.admin.SetPolicies(service, w.policies(t, 1))
+	w.admin.SetRoles(service, roles())
 	props := e2eutil.TwoCatalogs()
 	delete(props, "catalog.catalog2.conf.hive.metastore.uris")
 	props["catalogs"] = "catalog1,hx"
@@ -323,11 +330,15 @@ func TestRangerUsersSeeTheirOwn(t *testing.T) {
 }
 
 // notFound: a NoSuchObjectException (or the RPC's other not-found
-// exception) naming what.
+// exception, a MetaException saying so for the RPCs that declare no other)
+// naming what.
 func notFound(err error, what string) bool {
 	var nso *thriftgen.NoSuchObjectException
 	var udb *thriftgen.UnknownDBException
+	var me *thriftgen.MetaException
 	switch {
+	case errors.As(err, &me):
+		return strings.Contains(me.Message, what+" not found")
 	case errors.As(err, &nso):
 		return strings.Contains(nso.Message, what)
 	case errors.As(err, &udb):
@@ -479,5 +490,70 @@ func TestRangerAdminDownAtStart(t *testing.T) {
 	}
 	if _, err := c.GetTable(ctx, "hx__"+w.pub, "vis_a"); !errors.As(err, &me) || !strings.Contains(me.Message, "not in force") {
 		t.Errorf("get_table with Admin down and no cache: %v; want a refusal saying the policies are not in force", err)
+	}
+}
+
+// Shared across users, the caches hold the table lists and table objects
+// once for every caller: a second user's SHOW TABLES and get_table_req reach
+// the metastore no more, yet each caller gets only what its policies give
+// it, and a caller without access is answered not-found without the cache
+// telling it anything. A write through the proxy drops the database's
+// entries, so the next read sees it.
+func TestRangerSharedCachesFilteredPerCaller(t *testing.T) {
+	e2eutil.NeedHive(t)
+	tap := proxytest.NewTap(t, e2eutil.HMS2.URI)
+	w := newWorld(t, "catalog.hx.conf.hive.metastore.uris="+tap.URI(),
+		"routing.database-list-cache.ttl-ms=600000", "routing.database-list-cache.shared-across-users=true",
+		"routing.database-metadata-cache.ttl-ms=600000", "routing.database-metadata-cache.shared-across-users=true")
+	ctx := e2eutil.Ctx(t)
+	alice, java, bob := w.as(t, "alice"), w.as(t, javaUser(t)), w.as(t, "bob", "finance")
+	count := func(method string) int {
+		n := 0
+		for _, m := range tap.Methods() {
+			if m == method {
+				n++
+			}
+		}
+		return n
+	}
+	db := "hx__" + w.pub
+	for _, c := range []*thriftgen.Client{alice, java, alice} {
+		tables, err := c.GetTables(ctx, db, "*")
+		if err != nil || !slices.Equal(tables, []string{"vis_a"}) {
+			t.Fatalf("get_tables(%s) = %v, %v; want [vis_a]", db, tables, err)
+		}
+		res, err := c.GetTableReq(ctx, &thriftgen.GetTableRequest{DbName: db, TblName: "vis_a"})
+		if err != nil || res.Table.TableName != "vis_a" {
+			t.Fatalf("get_table_req(vis_a) = %v, %v", res, err)
+		}
+	}
+	if _, err := bob.GetTables(ctx, db, "*"); !notFound(err, db) {
+		t.Errorf("bob: get_tables(%s) from the shared cache: %v; want not-found", db, err)
+	}
+	if _, err := bob.GetTableReq(ctx, &thriftgen.GetTableRequest{DbName: db, TblName: "vis_a"}); !notFound(err, db) {
+		t.Errorf("bob: get_table_req(vis_a) from the shared cache: %v; want not-found", err)
+	}
+	if n, m := count("get_tables"), count("get_table_req"); n != 1 || m != 1 {
+		t.Fatalf("three callers' reads reached the metastore %d (get_tables) and %d (get_table_req) times; want once each", n, m)
+	}
+	// alice alters vis_a (policy 10 gives her alter): the entries of pub go.
+	res, err := alice.GetTableReq(ctx, &thriftgen.GetTableRequest{DbName: db, TblName: "vis_a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := res.Table
+	tb.Parameters["ranger_e2e"] = "altered"
+	if err := alice.AlterTable(ctx, db, "vis_a", tb); err != nil {
+		t.Fatalf("alice alters vis_a: %v", err)
+	}
+	before := count("get_table_req") // the alter's own guards may read the table
+	for i := 0; i < 2; i++ {
+		res, err = java.GetTableReq(ctx, &thriftgen.GetTableRequest{DbName: db, TblName: "vis_a"})
+		if err != nil || res.Table.Parameters["ranger_e2e"] != "altered" {
+			t.Fatalf("after the alter, get_table_req answers %v, %v; want the altered table", res, err)
+		}
+	}
+	if m := count("get_table_req"); m != before+1 {
+		t.Errorf("two reads after the write reached the metastore %d times; want once", m-before)
 	}
 }
