@@ -162,3 +162,12 @@ func (s *Security) stopRanger() {
 	}
 	s.ranger.stops = nil
 }
+
+// RangerPlugins are the running Ranger plugins, one per service
+// configuration (none when no catalog is guarded).
+func (a *App) RangerPlugins() []*ranger.Plugin {
+	if a.Security == nil || a.Security.ranger == nil {
+		return nil
+	}
+	return a.Security.ranger.order
+}

@@ -174,7 +174,7 @@ func newWorld(t *testing.T, extra ...string) *world {
 		k, v, _ := strings.Cut(kv, "=")
 		props[k] = v
 	}
-	w.p = proxytest.Start(t, props)
+	w.p = proxytest.Start(t, e2eutil.WithHive4Frontend(t, props))
 	return w
 }
 
@@ -182,7 +182,10 @@ func (w *world) policies(t *testing.T, v int) []byte {
 	return servicePolicies(t, v,
 		policy{id: 10, db: w.pub, table: "vis_*", users: []string{"alice", javaUser(t)}, access: []string{"select", "update", "alter", "lock"}},
 		policy{id: 11, db: w.fin, table: "*", groups: []string{"finance"}, access: []string{"all"}},
-		policy{id: 12, db: w.pub, table: "vis_*", users: []string{"alice"}, access: []string{"drop"}, deny: true})
+		policy{id: 12, db: w.pub, table: "vis_*", users: []string{"alice"}, access: []string{"drop"}, deny: true},
+		// Ranger's usual default-database policy: every client (Spark's
+		// session) reads database default first.
+		policy{id: 13, db: "default", table: "*", groups: []string{"public"}, access: []string{"select"}})
 }
 
 // as is a proxy client asserting user and groups with set_ugi (the proxy's
@@ -429,7 +432,8 @@ func (w *world) auditRecord(t *testing.T, fragments ...string) string {
 	return ""
 }
 
-// The real Java HiveMetaStoreClient (Hive 3.1.3) as a user whose policies
+// The real Java HiveMetaStoreClients (Hive 3.1.3, and Hive 4.1.0 with its
+// *_req forms through the proxy's Hive 4 listener) as a user whose policies
 // give it pub.vis_* only: every RPC family aimed at sec or pub.hid_x fails as
 // for an object that does not exist (the exposure scenario, whose
 // expectations are the same), lists leave them out, and neither metastore
@@ -437,9 +441,11 @@ func (w *world) auditRecord(t *testing.T, fragments ...string) string {
 func TestRangerJavaClientSeesOnlyItsObjects(t *testing.T) {
 	w := newWorld(t)
 	before := w.snapshot(t)
-	testbed.RunScenarioT(t, testbed.Hive313, w.p.URI("primary"), "exposure",
-		"--secret-db", "hx__"+w.sec, "--pub-db", "hx__"+w.pub, "--hidden-table", "hid_x",
-		"--visible-table", "vis_a", "--secret-table", "t1")
+	for client, listener := range map[testbed.Version]string{testbed.Hive313: "primary", testbed.Hive410: "hive4"} {
+		testbed.RunScenarioT(t, client, w.p.URI(listener), "exposure",
+			"--secret-db", "hx__"+w.sec, "--pub-db", "hx__"+w.pub, "--hidden-table", "hid_x",
+			"--visible-table", "vis_a", "--secret-table", "t1")
+	}
 	if now := w.snapshot(t); now != before {
 		t.Fatalf("the metastores changed:\nbefore:\n%s\nafter:\n%s", before, now)
 	}
@@ -555,5 +561,35 @@ func TestRangerSharedCachesFilteredPerCaller(t *testing.T) {
 	}
 	if m := count("get_table_req"); m != before+1 {
 		t.Errorf("two reads after the write reached the metastore %d times; want once", m-before)
+	}
+}
+
+// A catalog with its own Ranger service (catalog.hx.ranger.service-name) is
+// judged by that service's policies only: alice's grant on fin in hx's
+// service shows her fin in hx, not in catalog1, whose shared service does
+// not give it; the two plugins are isolated.
+func TestRangerPerCatalogService(t *testing.T) {
+	const hxService = "hms_e2e_hx"
+	w := newWorld(t, "catalog.hx.ranger.service-name="+hxService)
+	w.admin.SetPolicies(hxService, []byte(strings.Replace(string(servicePolicies(t, 1,
+		policy{id: 40, db: w.fin, table: "*", users: []string{"alice"}, access: []string{"select"}})), `"serviceName":"`+service+`"`, `"serviceName":"`+hxService+`"`, 1)))
+	w.admin.SetRoles(hxService, []byte(`{"serviceName":"`+hxService+`","roleVersion":1,"rangerRoles":[]}`))
+	ctx := e2eutil.Ctx(t)
+	// The proxy started before hx's service had policies: its catalog
+	// refuses until a download brings them.
+	alice := w.as(t, "alice")
+	_, err := alice.GetAllDatabases(ctx)
+	var me *thriftgen.MetaException
+	if !errors.As(err, &me) || !strings.Contains(me.Message, hxService) {
+		t.Fatalf("before hx's service had policies: %v; want a refusal naming %s", err, hxService)
+	}
+	for _, pl := range w.p.RangerPlugins() {
+		if err := pl.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := alice.GetAllDatabases(ctx)
+	if got := w.ours(all); err != nil || strings.Join(got, ",") != "hx__"+w.fin+","+w.pub {
+		t.Errorf("alice with hx's own service: %v, %v; want fin in hx and pub in catalog1 only", got, err)
 	}
 }
