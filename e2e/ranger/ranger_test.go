@@ -41,6 +41,7 @@ type world struct {
 	direct   map[string]*thriftgen.Client // by catalog
 	cacheDir string
 	audit    string
+	props    map[string]string // the proxy's settings
 }
 
 const service = "hms_e2e"
@@ -174,6 +175,7 @@ func newWorld(t *testing.T, extra ...string) *world {
 		k, v, _ := strings.Cut(kv, "=")
 		props[k] = v
 	}
+	w.props = props
 	w.p = proxytest.Start(t, e2eutil.WithHive4Frontend(t, props))
 	return w
 }
