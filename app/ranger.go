@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"sort"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/router"
 	"github.com/hms-proxy/hms-proxy/security/ranger"
 )
@@ -170,4 +172,30 @@ func (a *App) RangerPlugins() []*ranger.Plugin {
 		return nil
 	}
 	return a.Security.ranger.order
+}
+
+// RangerStatus is /readyz's "ranger" section: each plugin, the catalogs it
+// guards and whether its policies are in force.
+func (r readiness) RangerStatus() []monitoring.RangerPluginStatus {
+	p := r.sec.ranger
+	if p == nil {
+		return nil
+	}
+	var out []monitoring.RangerPluginStatus
+	for _, pl := range p.order {
+		in := pl.Info()
+		st := monitoring.RangerPluginStatus{Service: in.ServiceName, Ready: in.Ready, NotReady: in.NotReady,
+			PolicyVersion: in.PolicyVersion, Source: in.Source, LastError: in.LastError}
+		if !in.LastSuccess.IsZero() {
+			st.LastSuccessEpochSecond = in.LastSuccess.Unix()
+		}
+		for cat, c := range p.byCat {
+			if c == pl {
+				st.Catalogs = append(st.Catalogs, cat)
+			}
+		}
+		sort.Strings(st.Catalogs)
+		out = append(out, st)
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -483,6 +484,10 @@ func TestRangerAdminDownAtStart(t *testing.T) {
 	if got := w.ours(all); err != nil || !slices.Equal(got, []string{"hx__" + w.pub, w.pub}) {
 		t.Errorf("with Admin down and the cache: alice sees %v, %v; want pub in both catalogs", got, err)
 	}
+	if st := rangerReadyz(t, cached); len(st) != 1 || st[0]["ready"] != true || !strings.HasPrefix(fmt.Sprint(st[0]["source"]), "cache ") ||
+		fmt.Sprint(st[0]["catalogs"]) != "[catalog1 hx]" {
+		t.Errorf("/readyz ranger with the cache: %v; want ready from the cache, guarding both catalogs", st)
+	}
 	_ = cached.Shutdown(ctx)
 
 	props["ranger.policy.cache.dir"] = t.TempDir()
@@ -499,6 +504,26 @@ func TestRangerAdminDownAtStart(t *testing.T) {
 	if _, err := c.GetTable(ctx, "hx__"+w.pub, "vis_a"); !errors.As(err, &me) || !strings.Contains(me.Message, "not in force") {
 		t.Errorf("get_table with Admin down and no cache: %v; want a refusal saying the policies are not in force", err)
 	}
+	if st := rangerReadyz(t, bare); len(st) != 1 || st[0]["ready"] != false || !strings.Contains(fmt.Sprint(st[0]["notReady"]), service) {
+		t.Errorf("/readyz ranger without the cache: %v; want not ready, naming the service", st)
+	}
+}
+
+// rangerReadyz is /readyz's "ranger" section.
+func rangerReadyz(t *testing.T, p *proxytest.Proxy) []map[string]any {
+	t.Helper()
+	resp, err := http.Get(p.ManagementURL() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Ranger []map[string]any `json:"ranger"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	return body.Ranger
 }
 
 // Shared across users, the caches hold the table lists and table objects
