@@ -100,6 +100,10 @@ type TestHooks struct {
 	// FileMidWrite runs halfway through every HDFS or S3 metadata write, so
 	// a test can stop the storage server mid-write.
 	FileMidWrite func(loc string)
+	// OAuth2Now is the clock the REST listener checks bearer tokens' exp,
+	// nbf and iat against (default time.Now), so a test moves time instead
+	// of sleeping.
+	OAuth2Now func() time.Time
 }
 
 // Build creates every part without binding any socket.
@@ -228,7 +232,7 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 		a.Names = append(a.Names, name)
 	}
 	if cfg.RESTCatalog.Enabled {
-		if err := a.buildREST(cfg, auditLog, log); err != nil {
+		if err := a.buildREST(cfg, auditLog, log, hooks.OAuth2Now); err != nil {
 			a.closeFiles()
 			return nil, err
 		}
