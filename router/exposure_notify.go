@@ -41,7 +41,10 @@ func (r *Router) countVisibleEvents(ctx context.Context, x *Exchange) (handled b
 	}
 	var n int64
 	last := rq.FromEventId
-	page := int32(notifyCountPage)
+	page := r.notifyPage
+	if page <= 0 {
+		page = notifyCountPage
+	}
 	for {
 		var res thriftgen.GetNextNotificationResult
 		if err := r.callCatalog(ctx, x, x.Cat, "get_next_notification",
