@@ -138,6 +138,11 @@ func newWorld(t *testing.T, extra ...string) *world {
 	w := &world{pub: "rg_pub" + id, sec: "rg_sec" + id, fin: "rg_fin" + id, cacheDir: t.TempDir(),
 		audit:  filepath.Join(t.TempDir(), "audit.log"),
 		direct: map[string]*thriftgen.Client{"catalog1": proxytest.Client(t, e2eutil.HMS1.URI), "hx": proxytest.Client(t, e2eutil.HMS2.URI)}}
+	for _, kv := range extra { // a catalog on another metastore of the test's
+		if k, v, _ := strings.Cut(kv, "="); k == "catalog.catalog1.conf.hive.metastore.uris" {
+			w.direct["catalog1"] = proxytest.Client(t, v)
+		}
+	}
 	for _, d := range w.direct {
 		for _, db := range []string{w.pub, w.sec, w.fin} {
 			e2eutil.MkDB(t, d, db)
@@ -618,5 +623,48 @@ func TestRangerPerCatalogService(t *testing.T) {
 	all, err := alice.GetAllDatabases(ctx)
 	if got := w.ours(all); err != nil || strings.Join(got, ",") != "hx__"+w.fin+","+w.pub {
 		t.Errorf("alice with hx's own service: %v, %v; want fin in hx and pub in catalog1 only", got, err)
+	}
+}
+
+// Notifications (catalog1 on a metastore of its own that records its events):
+// alice reads the events of tables she may see, and the
+// count of a database's events the proxy answers her is the number of those
+// events, not the metastore's (which counts hid_x's creation and partition
+// too).
+func TestRangerNotificationsCountWhatTheCallerReads(t *testing.T) {
+	e2eutil.NeedHive(t)
+	ctx := e2eutil.Ctx(t)
+	ms := testbed.StartMetastoreWithT(t, testbed.Hive313, testbed.MetastoreOptions{Notifications: true})
+	cur, err := proxytest.Client(t, ms.URI).GetCurrentNotificationEventId(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, "catalog.catalog1.conf.hive.metastore.uris="+ms.URI)
+	alice := w.as(t, "alice")
+	max := int32(100000)
+	res, err := alice.GetNextNotification(ctx, &thriftgen.NotificationEventRequest{LastEvent: cur.EventId, MaxEvents: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for _, e := range res.Events {
+		if e.DbName != nil && *e.DbName == w.pub {
+			read++
+			if e.TableName != nil && *e.TableName == "hid_x" {
+				t.Errorf("alice read an event of hid_x: %v", e)
+			}
+		}
+	}
+	count, err := alice.GetNotificationEventsCount(ctx, &thriftgen.NotificationEventsCountRequest{FromEventId: cur.EventId, DbName: w.pub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := w.direct["catalog1"].GetNotificationEventsCount(ctx, &thriftgen.NotificationEventsCountRequest{FromEventId: cur.EventId, DbName: w.pub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read == 0 || count.EventsCount != int64(read) || direct.EventsCount <= count.EventsCount {
+		t.Errorf("alice reads %d events of %s and is told %d (the metastore counts %d); want her count equal to what she reads, below the metastore's",
+			read, w.pub, count.EventsCount, direct.EventsCount)
 	}
 }
