@@ -186,6 +186,18 @@ func newWorld(t *testing.T, extra ...string) *world {
 	return w
 }
 
+// withoutHive4Listener is a copy of the proxy's settings for another proxy
+// (the first one's Hive 4 listener keeps its port).
+func (w *world) withoutHive4Listener() map[string]string {
+	props := map[string]string{}
+	for k, v := range w.props {
+		if !strings.HasPrefix(k, "additional-frontends") {
+			props[k] = v
+		}
+	}
+	return props
+}
+
 func (w *world) policies(t *testing.T, v int) []byte {
 	return servicePolicies(t, v,
 		policy{id: 10, db: w.pub, table: "vis_*", users: []string{"alice", javaUser(t)}, access: []string{"select", "update", "alter", "lock"}},
@@ -471,15 +483,8 @@ func TestRangerAdminDownAtStart(t *testing.T) {
 	}
 	_ = w.p.Shutdown(ctx)
 	w.admin.Close()
-	props := e2eutil.TwoCatalogs()
-	delete(props, "catalog.catalog2.conf.hive.metastore.uris")
-	props["catalogs"] = "catalog1,hx"
-	props["catalog.hx.conf.hive.metastore.uris"] = e2eutil.HMS2.URI
-	for k, v := range map[string]string{"ranger.enabled": "true", "ranger.policy.rest.url": w.admin.URL,
-		"ranger.service-name": service, "ranger.policy.cache.dir": w.cacheDir, "ranger.policy.poll-interval-ms": "600000",
-		"ranger.policy.connection-timeout-ms": "500", "ranger.policy.read-timeout-ms": "500"} {
-		props[k] = v
-	}
+	props := w.withoutHive4Listener()
+	props["ranger.policy.connection-timeout-ms"], props["ranger.policy.read-timeout-ms"] = "500", "500"
 	cached := proxytest.Start(t, props)
 	c := proxytest.Client(t, cached.URI("primary"))
 	if _, err := c.SetUgi(ctx, "alice", nil); err != nil {

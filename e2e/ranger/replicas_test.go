@@ -1,7 +1,6 @@
 package ranger
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -21,13 +20,7 @@ func TestRangerSharedTableCachesAcrossReplicas(t *testing.T) {
 	w := newWorld(t, "routing.database-list-cache.ttl-ms=600000", "routing.database-list-cache.shared-across-users=true",
 		"routing.database-metadata-cache.ttl-ms=600000", "routing.database-metadata-cache.shared-across-users=true",
 		"routing.database-cache.zookeeper.connect-string="+zk.Addr, "routing.database-cache.zookeeper.znode=/"+e2eutil.Uniq("rg"))
-	props := map[string]string{}
-	for k, v := range w.props {
-		if !strings.HasPrefix(k, "additional-frontends") { // A's Hive 4 listener port
-			props[k] = v
-		}
-	}
-	b := proxytest.Start(t, props)
+	b := proxytest.Start(t, w.withoutHive4Listener())
 	ctx := e2eutil.Ctx(t)
 	deadline := time.Now().Add(2 * time.Minute)
 	for !b.CacheSync.Armed("hx") {

@@ -20,8 +20,9 @@ import (
 // service-account-spark (group engineers) may create namespaces matching
 // the policy, service-account-pyiceberg (group analysts) may not, is
 // answered 403 ForbiddenException and nothing is created; each lists only
-// the namespaces its policies give it, and loading a table it has no access
-// to is a 404 as for a table that does not exist.
+// the namespaces its policies give it, loading a namespace it has no access
+// to is a 404 as for one that does not exist, and a drop its policies do not
+// allow is a 403 that changes nothing.
 func TestRangerRESTDoorKeycloakUsers(t *testing.T) {
 	e2eutil.NeedHive(t)
 	kc := e2eutil.Keycloak(t)
