@@ -38,19 +38,29 @@ import (
 // allDatabases is the list cache's name of get_all_databases.
 var allDatabases = dbcache.ListName("get_all_databases", "")
 
-// allCached reports whether every leg to run is a database list the list
-// cache holds fresh: then they run one after the other on this goroutine,
-// as copies of cached bytes cost less than goroutines.
-func (r *Router) allCached(xs []Exchange) bool {
+// schedule decides how a fan-out's legs run (hedged reads aside, which run
+// Parallel): one after the other when the list cache holds every leg fresh
+// (copies of cached bytes: nothing to overlap), Parallel when a leg would
+// load a database list into the cache (a load blocks until its backend
+// answers, so it cannot be sent and read later), Chained otherwise: every
+// leg's call is sent before the first answer is read, on this goroutine.
+func (r *Router) schedule(xs []Exchange) planner.Schedule {
 	if !r.res.cache.Enabled(dbcache.DatabaseList) {
-		return false
+		return planner.Chained
 	}
+	all := true
 	for i := range xs {
 		if x := &xs[i]; x.omitted == "" && !r.legCached(x) {
-			return false
+			if x.Leg.Op != planner.LegTableMeta {
+				return planner.Parallel
+			}
+			all = false
 		}
 	}
-	return true
+	if all {
+		return planner.Serial
+	}
+	return planner.Chained
 }
 
 // legCached reports whether a leg is a database list the list cache holds
@@ -342,7 +352,13 @@ func (r *Router) legFetch(ctx context.Context, x *Exchange, method string, args 
 	req := wire.AppendHeader((*bufp)[:0], wire.Header{Name: method, Type: wire.Call, SeqID: 1})
 	req = append(req, args...)
 	*bufp = req
-	reply, done, err := r.fetch(ctx, x.req.info.ID, cat, req, x.req.fanSem, x.by)
+	var reply *wire.Message
+	var done func()
+	if f := &x.req.plan.FanOut; f.Chained() {
+		reply, done, err = r.fetchChained(ctx, x, f, req)
+	} else {
+		reply, done, err = r.fetch(ctx, x.req.info.ID, cat, req, x.req.fanSem, x.by)
+	}
 	r.bufs.Put(bufp)
 	if err != nil {
 		if !x.by.IsZero() && !time.Now().Before(x.by) && !errors.Is(err, ErrBudgetExceeded) {
@@ -451,6 +467,43 @@ func (r *Router) fetch(ctx context.Context, id uint64, cat *naming.Catalog, req 
 		r.trace.BackendReply(id, cat.Name, reply, err)
 	}
 	return reply, done, err
+}
+
+// fetchChained is fetch for a leg of a Chained fan-out: it sends the call,
+// runs the fan-out's later legs (f.Continue: they send theirs, and read
+// them), then reads this leg's answer, or drops it unread when a later leg
+// failed the call. The time the later legs took is not this catalog's
+// latency (its breaker and adaptive timeout do not count it).
+func (r *Router) fetchChained(ctx context.Context, x *Exchange, f *planner.FanOut, req []byte) (*wire.Message, func(), error) {
+	b, err := x.lane.backendFor(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	id, cat := x.req.info.ID, x.Cat
+	if r.trace != nil {
+		r.trace.Backend(id, cat.Name, req)
+	}
+	var p pending
+	if err = b.sendBefore(ctx, &p, req, x.by); err == nil {
+		t := time.Now()
+		f.Continue()
+		paused := time.Since(t)
+		if f.Failed() != nil {
+			b.drop(&p)
+			return nil, nil, context.Canceled
+		}
+		var reply *wire.Message
+		var done func()
+		reply, done, err = b.receive(ctx, &p, paused)
+		if r.trace != nil {
+			r.trace.BackendReply(id, cat.Name, reply, err)
+		}
+		return reply, done, err
+	}
+	if r.trace != nil {
+		r.trace.BackendReply(id, cat.Name, nil, err)
+	}
+	return nil, nil, err
 }
 
 // attempt is one of the two calls of a hedged read.

@@ -58,6 +58,8 @@ type Single struct {
 type FanOut struct {
 	Legs  []Leg
 	Merge Merge
+
+	chain chain // a Chained run's state (engine.go)
 }
 
 // LocalAnswer is an answer the proxy gives itself.
