@@ -230,7 +230,7 @@ func internalOnly(re *regexp.Regexp, ns *naming.Namespace, c *naming.Catalog) *r
 		return re
 	}
 	inner := strings.TrimSuffix(strings.TrimPrefix(re.String(), "(?i)^(?:"), ")$")
-	return regexp.MustCompile("(?i)^" + regexp.QuoteMeta(c.Name+ns.Separator()) + "(?:" + inner + ")$")
+	return mustCompile("(?i)^" + regexp.QuoteMeta(c.Name+ns.Separator()) + "(?:" + inner + ")$")
 }
 
 // internalOrExternal matches a name of catalog c given in either form (a
@@ -250,5 +250,15 @@ func unionMatch(a, b *regexp.Regexp) *regexp.Regexp {
 	case b == nil:
 		return a
 	}
-	return regexp.MustCompile("(?:" + a.String() + ")|(?:" + b.String() + ")")
+	return mustCompile("(?:" + a.String() + ")|(?:" + b.String() + ")")
+}
+
+// mustCompile compiles an expression built from compiled ones (it cannot
+// fail), kept as naming keeps patterns.
+func mustCompile(expr string) *regexp.Regexp {
+	re, err := naming.Compile(expr)
+	if err != nil {
+		panic("planner: " + err.Error())
+	}
+	return re
 }
