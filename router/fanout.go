@@ -189,7 +189,7 @@ func (r *Router) legDatabases(ctx context.Context, x *Exchange, method string, a
 	if backendPattern != "" && r.res.cache.Enabled(dbcache.DatabaseList) {
 		name = dbcache.ListName(method, backendPattern)
 	}
-	body, release, err := r.legFetch(ctx, x, method, args, name)
+	body, release, _, err := r.legFetch(ctx, x, method, args, name, nil)
 	if err != nil {
 		return err
 	}
@@ -275,21 +275,24 @@ func (r *Router) resultList(b *wire.Buf, cat *naming.Catalog, method string, bod
 }
 
 // legTableMeta asks one catalog for table metadata, rewrites it outward and
-// appends its elements, hiding what exposure hides.
+// appends its elements, hiding what exposure hides. The reply's names are
+// found while the pool reads it (one walk); without exposure rules the
+// elements are copied into the leg's buffer with the rewrites spliced in,
+// never decoded.
 func (r *Router) legTableMeta(ctx context.Context, x *Exchange, args []byte) error {
 	cat := x.Cat
-	body, release, err := r.legFetch(ctx, x, "get_table_meta", args, "")
+	spec := r.table.Lookup("get_table_meta")
+	o := &outward{ns: r.ns, cat: cat}
+	body, release, walked, err := r.legFetch(ctx, x, "get_table_meta", args, "", &ReplyWalk{Plan: spec.Result, V: o})
 	if err != nil {
 		return err
 	}
 	defer release()
-	spec := r.table.Lookup("get_table_meta")
-	patches, err := r.outwardPatches(spec.Result, cat, body, nil)
-	if err != nil {
-		return fmt.Errorf("catalog %s: unreadable get_table_meta reply: %v", cat.Name, err)
-	}
-	if len(patches) > 0 {
-		body = wire.Apply(nil, body, patches)
+	patches := o.patches
+	if !walked {
+		if patches, err = r.outwardPatches(spec.Result, cat, body, nil); err != nil {
+			return fmt.Errorf("catalog %s: unreadable get_table_meta reply: %v", cat.Name, err)
+		}
 	}
 	b := wire.Buf{B: body}
 	n, err := r.resultList(&b, cat, "get_table_meta", body, wire.TStruct)
@@ -297,6 +300,21 @@ func (r *Router) legTableMeta(ctx context.Context, x *Exchange, args []byte) err
 		return err
 	}
 	exp := r.lane(cat).policy.exposure
+	if !exp.active() {
+		from := b.Pos
+		for i := 0; i < n; i++ {
+			if err := b.Skip(wire.TStruct, 1); err != nil {
+				return fmt.Errorf("catalog %s: unreadable get_table_meta reply: %v", cat.Name, err)
+			}
+		}
+		x.legOut = applyRange(x.legOut, body, from, b.Pos, patches)
+		x.legN += n
+		return nil
+	}
+	if len(patches) > 0 {
+		body = wire.Apply(nil, body, patches)
+		b = wire.Buf{B: body, Pos: b.Pos} // the list's header is before any rewrite
+	}
 	hidden := 0
 	for i := 0; i < n; i++ {
 		start := b.Pos
@@ -304,16 +322,14 @@ func (r *Router) legTableMeta(ctx context.Context, x *Exchange, args []byte) err
 			return fmt.Errorf("catalog %s: unreadable get_table_meta reply: %v", cat.Name, err)
 		}
 		el := body[start:b.Pos]
-		if exp.active() {
-			tm, err := wire.DecodeStruct(el)
-			if err != nil {
-				return fmt.Errorf("catalog %s: unreadable get_table_meta reply: %v", cat.Name, err)
-			}
-			_, db, _ := r.ns.SplitDB(tm.Field(1).String())
-			if !exp.TableVisible(db, tm.Field(2).String()) {
-				hidden++
-				continue
-			}
+		tm, err := wire.DecodeStruct(el)
+		if err != nil {
+			return fmt.Errorf("catalog %s: unreadable get_table_meta reply: %v", cat.Name, err)
+		}
+		_, db, _ := r.ns.SplitDB(tm.Field(1).String())
+		if !exp.TableVisible(db, tm.Field(2).String()) {
+			hidden++
+			continue
 		}
 		x.legOut = append(x.legOut, el...)
 		x.legN++
@@ -324,13 +340,29 @@ func (r *Router) legTableMeta(ctx context.Context, x *Exchange, args []byte) err
 	return nil
 }
 
+// applyRange appends src[from:to] to dst with the patches inside that range
+// spliced in (patches in position order, as a walk reports them).
+func applyRange(dst, src []byte, from, to int, patches []wire.Patch) []byte {
+	pos := from
+	for _, p := range patches {
+		if p.Start < from || p.End > to {
+			continue
+		}
+		dst = append(dst, src[pos:p.Start]...)
+		dst = append(dst, p.Data...)
+		pos = p.End
+	}
+	return append(dst, src[pos:to]...)
+}
+
 func noRelease() {}
 
 // legFetch returns the result body of method(args) on the leg's catalog,
 // valid until release: from the database list cache when it is on and
 // cacheName names the request, else from the backend. A transport failure
 // is a *backendError; a TApplicationException an error naming the catalog.
-func (r *Router) legFetch(ctx context.Context, x *Exchange, method string, args []byte, cacheName string) (body []byte, release func(), err error) {
+// Given rw, a reply from the backend is walked while it is read (walked).
+func (r *Router) legFetch(ctx context.Context, x *Exchange, method string, args []byte, cacheName string, rw *ReplyWalk) (body []byte, release func(), walked bool, err error) {
 	cat := x.Cat
 	if cacheName != "" && r.res.cache.Enabled(dbcache.DatabaseList) {
 		id := x.Identity()
@@ -343,10 +375,10 @@ func (r *Router) legFetch(ctx context.Context, x *Exchange, method string, args 
 			dbcache.Key{Catalog: cat.Name, Name: cacheName, User: r.listUser(x)}, x.scratch[:0], load)
 		x.scratch = val
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		body, err := cachedBody(val, cat, method)
-		return body, noRelease, err
+		return body, noRelease, false, err
 	}
 	bufp := r.bufs.Get().(*[]byte)
 	req := wire.AppendHeader((*bufp)[:0], wire.Header{Name: method, Type: wire.Call, SeqID: 1})
@@ -355,9 +387,9 @@ func (r *Router) legFetch(ctx context.Context, x *Exchange, method string, args 
 	var reply *wire.Message
 	var done func()
 	if f := &x.req.plan.FanOut; f.Chained() {
-		reply, done, err = r.fetchChained(ctx, x, f, req)
+		reply, done, walked, err = r.fetchChained(ctx, x, f, req, rw)
 	} else {
-		reply, done, err = r.fetch(ctx, x.req.info.ID, cat, req, x.req.fanSem, x.by)
+		reply, done, walked, err = r.fetch(ctx, x.req.info.ID, cat, req, x.req.fanSem, x.by, rw)
 	}
 	r.bufs.Put(bufp)
 	if err != nil {
@@ -365,13 +397,13 @@ func (r *Router) legFetch(ctx context.Context, x *Exchange, method string, args 
 			err = fmt.Errorf("catalog %s: no answer within the fan-out's bound of %v (routing.hedged-read.fanout-timeout-ms): %w",
 				cat.Name, r.res.opt.FanoutTimeout, err)
 		}
-		return nil, nil, &backendError{cat: cat, err: err}
+		return nil, nil, false, &backendError{cat: cat, err: err}
 	}
 	if reply.Type == wire.Exception {
 		done()
-		return nil, nil, appFailure(r, cat, method, reply.Body())
+		return nil, nil, false, appFailure(r, cat, method, reply.Body())
 	}
-	return reply.Body(), done, nil
+	return reply.Body(), done, walked, nil
 }
 
 // appFailure is the error of a TApplicationException answer, counted.
@@ -432,7 +464,7 @@ func (r *Router) newListLoader(cat *naming.Catalog, id *security.Identity, metho
 		if t := r.res.opt.FanoutTimeout; t > 0 {
 			by = time.Now().Add(t)
 		}
-		reply, done, err := r.fetch(ctx, 0, cat, req, nil, by)
+		reply, done, _, err := r.fetch(ctx, 0, cat, req, nil, by, nil)
 		if err != nil {
 			return nil, false, &backendError{cat: cat, err: err}
 		}
@@ -448,25 +480,26 @@ func (r *Router) newListLoader(cat *naming.Catalog, id *security.Identity, metho
 // fetch sends one call (a whole message, which it may modify) to cat on the
 // pool of ctx's caller; with hedged reads on, a second attempt goes to
 // another session once the first has taken longer than the hedge delay.
-func (r *Router) fetch(ctx context.Context, id uint64, cat *naming.Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
+func (r *Router) fetch(ctx context.Context, id uint64, cat *naming.Catalog, req []byte, sem chan struct{}, by time.Time, rw *ReplyWalk) (*wire.Message, func(), bool, error) {
 	b, err := r.lane(cat).backendFor(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if r.trace != nil {
 		r.trace.Backend(id, cat.Name, req)
 	}
 	var reply *wire.Message
 	var done func()
+	walked := false
 	if r.res.opt.Hedge.Enabled {
 		reply, done, err = r.hedged(ctx, b, cat, req, sem, by)
 	} else {
-		reply, done, err = b.CallBefore(ctx, req, true, by)
+		reply, done, walked, err = b.call(ctx, req, true, rw, b.opt.Guard, by)
 	}
 	if r.trace != nil {
 		r.trace.BackendReply(id, cat.Name, reply, err)
 	}
-	return reply, done, err
+	return reply, done, walked, err
 }
 
 // fetchChained is fetch for a leg of a Chained fan-out: it sends the call,
@@ -474,10 +507,10 @@ func (r *Router) fetch(ctx context.Context, id uint64, cat *naming.Catalog, req 
 // them), then reads this leg's answer, or drops it unread when a later leg
 // failed the call. The time the later legs took is not this catalog's
 // latency (its breaker and adaptive timeout do not count it).
-func (r *Router) fetchChained(ctx context.Context, x *Exchange, f *planner.FanOut, req []byte) (*wire.Message, func(), error) {
+func (r *Router) fetchChained(ctx context.Context, x *Exchange, f *planner.FanOut, req []byte, rw *ReplyWalk) (*wire.Message, func(), bool, error) {
 	b, err := x.lane.backendFor(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	id, cat := x.req.info.ID, x.Cat
 	if r.trace != nil {
@@ -490,20 +523,18 @@ func (r *Router) fetchChained(ctx context.Context, x *Exchange, f *planner.FanOu
 		paused := time.Since(t)
 		if f.Failed() != nil {
 			b.drop(&p)
-			return nil, nil, context.Canceled
+			return nil, nil, false, context.Canceled
 		}
-		var reply *wire.Message
-		var done func()
-		reply, done, err = b.receive(ctx, &p, paused)
+		reply, done, walked, err := b.receive(ctx, &p, paused, rw)
 		if r.trace != nil {
 			r.trace.BackendReply(id, cat.Name, reply, err)
 		}
-		return reply, done, err
+		return reply, done, walked, err
 	}
 	if r.trace != nil {
 		r.trace.BackendReply(id, cat.Name, nil, err)
 	}
-	return nil, nil, err
+	return nil, nil, false, err
 }
 
 // attempt is one of the two calls of a hedged read.

@@ -333,9 +333,10 @@ func (b *Backend) sendBefore(ctx context.Context, p *pending, req []byte, by tim
 // one that waits on the socket takes microseconds.
 const settle = 200 * time.Millisecond
 
-// receive reads the answer of a call sendBefore sent; paused is the time
-// the caller spent on other work since.
-func (b *Backend) receive(ctx context.Context, p *pending, paused time.Duration) (*wire.Message, func(), error) {
+// receive reads the answer of a call sendBefore sent (walking it as
+// CallWalk does, given rw); paused is the time the caller spent on other
+// work since.
+func (b *Backend) receive(ctx context.Context, p *pending, paused time.Duration, rw *ReplyWalk) (*wire.Message, func(), bool, error) {
 	var reply *wire.Message
 	err := p.sent
 	if err == nil {
@@ -344,10 +345,9 @@ func (b *Backend) receive(ctx context.Context, p *pending, paused time.Duration)
 				_ = p.s.conn.SetReadDeadline(late)
 			}
 		}
-		reply, err = b.receiveOn(ctx, p.s, p.name, nil)
+		reply, err = b.receiveOn(ctx, p.s, p.name, rw)
 	}
-	reply, done, _, err := b.finish(ctx, p, reply, err, nil, paused)
-	return reply, done, err
+	return b.finish(ctx, p, reply, err, rw, paused)
 }
 
 // drop gives up a sent call whose answer is no longer wanted (another leg
