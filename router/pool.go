@@ -341,8 +341,8 @@ func (b *Backend) receive(ctx context.Context, p *pending, paused time.Duration,
 	err := p.sent
 	if err == nil {
 		if !p.sockBy.IsZero() {
-			if late := time.Now().Add(settle); late.After(p.sockBy) {
-				_ = p.s.conn.SetReadDeadline(late)
+			if now := time.Now(); now.After(p.sockBy) {
+				_ = p.s.conn.SetReadDeadline(now.Add(settle))
 			}
 		}
 		reply, err = b.receiveOn(ctx, p.s, p.name, rw)
