@@ -39,17 +39,7 @@ func TestBufferedLoggerKeepsEveryRecordInOrder(t *testing.T) {
 	w := &countingWriter{}
 	l := NewBufferedLogger(w, time.Hour) // only size and Close flush here
 	const goroutines, per = 8, 2000
-	var wg sync.WaitGroup
-	for g := 0; g < goroutines; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := 0; i < per; i++ {
-				l.Log(&Record{RequestID: uint64(g*per + i), Method: "get_table", AuthenticatedUser: strings.Repeat("u", g*37)})
-			}
-		}(g)
-	}
-	wg.Wait()
+	logConcurrently(l, goroutines, per)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -115,4 +105,20 @@ func TestBufferedLoggerCountsLostRecords(t *testing.T) {
 	if l.WriteErrors() != 3 || len(got) != 1 || got[0] != io.ErrShortWrite {
 		t.Fatalf("want 3 lost records in one reported error, got count=%d handler=%v", l.WriteErrors(), got)
 	}
+}
+
+// logConcurrently logs per records from each of goroutines callers, caller
+// g's record i with request id g*per+i and a user name of its own length.
+func logConcurrently(l *Logger, goroutines, per int) {
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				l.Log(&Record{RequestID: uint64(g*per + i), Method: "get_table", AuthenticatedUser: strings.Repeat("u", g*37)})
+			}
+		}(g)
+	}
+	wg.Wait()
 }
