@@ -174,10 +174,19 @@ func (pl *Planner) databases(name string) fanOutRead {
 // a backend database pattern, or lists its databases, keeps those whose
 // external names match and asks for exactly those.
 func (pl *Planner) tableMeta(args wire.Value) fanOutRead {
+	// The legs' arguments differ only in the database pattern, and most
+	// often not at all ("*" on every lane): encoded once per pattern (a
+	// leg's Args are read, never written).
+	var lastPattern string
+	var last []byte
 	withDB := func(backendPattern string) []byte {
+		if last != nil && backendPattern == lastPattern {
+			return last
+		}
 		a := wire.Value{Type: wire.TStruct, Fields: append([]wire.Field(nil), args.Fields...)}
 		a.Set(1, wire.Str(backendPattern))
-		return a.Encode()
+		lastPattern, last = backendPattern, a.Encode()
+		return last
 	}
 	return fanOutRead{name: "get_table_meta", merge: MergeTableMeta, defaultAsksBoth: true,
 		all: func(c *naming.Catalog) Leg {
