@@ -127,12 +127,13 @@ func compose(exec Handler, mws ...Middleware) Handler {
 }
 
 // accessMode refuses writes a catalog's access mode does not allow (a
-// SELECT's SHARED_READ lock is a read and passes).
+// SELECT's SHARED_READ lock is a read and passes, and so does the lifecycle
+// of its transaction: policy.go, txnLifecycle).
 func (r *Router) accessMode(next Handler) Handler {
 	return func(ctx context.Context, x *Exchange) error {
 		p := x.Plan()
-		if x.Leg == nil && p.Writes {
-			if why := r.policies[x.Cat].writeRefusal(x.Cat.Name, x.Method(), p.DBs); why != "" {
+		if x.Leg == nil && p.Writes && !p.TxnLifecycle {
+			if why := r.policies[x.Cat].callRefusal(x.Cat.Name, x.Method(), p.DBs, x.req.msg.Body()); why != "" {
 				return &Refusal{Kind: RefuseMeta, Reason: "access_mode", Message: why}
 			}
 		}

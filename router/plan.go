@@ -32,6 +32,10 @@ type Plan struct {
 	// catalog and judges each part's access mode (Target is the default
 	// catalog, Writes false, DBs empty).
 	SplitLock bool
+	// TxnLifecycle: a write of a transaction's own lifecycle (open,
+	// heartbeat, abort, a commit without writes of its own), which the
+	// access modes let pass (policy.go); the compat guard still checks it.
+	TxnLifecycle bool
 
 	// PlanFanOut
 	Legs  []Leg
@@ -169,6 +173,9 @@ func (p *Plan) String() string {
 		}
 		if p.Writes {
 			b.WriteString(" writes")
+		}
+		if p.TxnLifecycle {
+			b.WriteString(" (transaction lifecycle)")
 		}
 		if p.SplitLock {
 			b.WriteString(" split-lock")
@@ -595,6 +602,7 @@ func (r *Router) planSingle(req *request) {
 	}
 	p.Kind, p.Target = PlanSingle, cat
 	p.Writes = spec.IsWrite() && writesData(spec, m.Body())
+	p.TxnLifecycle = p.Writes && txnLifecycleOnly(spec, m.Body())
 	runtime := r.runtimes[cat]
 	p.Mode, p.Adapter = r.adapters.Plan(runtime, spec.Name)
 	switch p.Mode {

@@ -125,6 +125,9 @@ func New(opt Options) (*Router, error) {
 	if err := tableFieldIDs(); err != nil {
 		return nil, err
 	}
+	if err := commitFieldIDs(); err != nil {
+		return nil, err
+	}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
