@@ -20,12 +20,16 @@ import (
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/fileio"
+	"github.com/hms-proxy/hms-proxy/frontdoor"
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/restcatalog"
 	"github.com/hms-proxy/hms-proxy/router"
-	"github.com/hms-proxy/hms-proxy/router/cachesync"
-	"github.com/hms-proxy/hms-proxy/router/frontdoor"
+	"github.com/hms-proxy/hms-proxy/router/breaker"
+	"github.com/hms-proxy/hms-proxy/router/dbcache/cachesync"
+	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/router/purge"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
@@ -78,11 +82,12 @@ type App struct {
 // routerParts are what each router generation is built with besides the
 // configuration: built once, shared by every reload.
 type routerParts struct {
-	audit         *audit.Logger
-	tables        tableMetrics
-	purgePrefixes map[string]bool
-	lockMetrics   *locks.Metrics
-	res           *resilienceMetrics // of every router generation's resilience parts (resilience.go)
+	audit       *audit.Logger
+	table       *methods.Table // the method table (metric labels, the router, the pools)
+	tables      tableMetrics
+	purged      map[string]bool // the catalogs the drop purge serves (its keys need a restart)
+	lockMetrics *locks.Metrics
+	res         *resilienceMetrics // of every router generation's resilience parts (resilience.go)
 }
 
 // TestHooks change what Build assembles in ways no configuration key may:
@@ -115,23 +120,23 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 		auditLog = audit.NewLogger(f)
 		auditLog.SetErrorHandler(func(err error) { log.Error("audit record could not be written", "file", cfg.Audit.File, "err", err) })
 	}
-	table, err := router.BuildTable()
+	table, err := methods.BuildTable()
 	if err != nil {
 		return nil, err
 	}
 	a.Metrics = monitoring.NewMetrics(a.Registry, table.Names())
-	a.shared = routerParts{audit: auditLog, tables: newTableMetrics(a.Registry)}
+	a.shared = routerParts{audit: auditLog, table: table, tables: newTableMetrics(a.Registry)}
 	if a.Files, err = buildFiles(cfg, log, hooks.FileMidWrite); err != nil {
 		a.closeFiles()
 		return nil, err
 	}
 	a.closers = append(a.closers, a.Files)
-	tables, err := tablePolicies(cfg, a.shared.tables, a.Files, log, true)
+	tables, purged, err := tablePolicies(cfg, a.shared.tables, a.Files, log, true)
 	if err != nil {
 		a.closeFiles()
 		return nil, err
 	}
-	a.purge, a.shared.purgePrefixes = tables.Purge, tables.PurgePrefixes
+	a.purge, a.shared.purged = tables.Purge, purged
 	if a.Security, err = buildSecurity(cfg, a.Registry, log); err != nil {
 		a.closePurge()
 		a.closeFiles()
@@ -207,7 +212,7 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 			KeepAliveInterval: fc.TCPKeepAliveInterval, KeepAliveCount: fc.TCPKeepAliveCount,
 			Framed: fc.FramedTransport, MaxMessage: int(fc.MaxMessageSize), Strict: strict, Budget: budget,
 			TLS: tlsConf, Auth: a.Security.authenticator(name)},
-			&router.Frontend{Name: name, Profile: prof, Runtime: runtime, Dialect: dialect}, &a.sw, log,
+			&planner.Frontend{Name: name, Profile: prof, Runtime: runtime, Dialect: dialect}, &a.sw, log,
 			frontdoor.Hooks{
 				BadInput: func(reason string) { m.BadFrame(name, reason) },
 				Refused:  func(reason string) { m.FrontendRefused(name, reason) },
@@ -236,14 +241,16 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 	return a, nil
 }
 
-// newRouter builds a router generation from cfg over the shared parts.
+// newRouter builds a router generation from cfg over the shared parts: one
+// lane per catalog (buildLanes), the chain's outer and inner links, the
+// resilience parts.
 func (a *App) newRouter(cfg *configs.Config, tables router.TablePolicies) (*router.Router, error) {
 	var tracer router.Tracer // logging.debug-tracing; nil keeps tracing free when off
 	if cfg.Logging.DebugTracing {
 		tracer = router.NewTracer(a.Log)
 	}
-	ropts := router.Options{Config: cfg, Metrics: a.Metrics, Audit: a.shared.audit, Log: a.Log, Tracer: tracer, Tables: tables,
-		Locks: a.Locks, LockMetrics: a.shared.lockMetrics}
+	ropts := router.Options{Table: a.shared.table, MaxMessage: int(cfg.Server.MaxMessageSize), Metrics: a.Metrics,
+		Audit: a.shared.audit, Log: a.Log, Tracer: tracer, Tables: tables, Locks: a.Locks, LockMetrics: a.shared.lockMetrics}
 	// Latency-aware routing and overload protection (resilience.go); the
 	// rate limit is the first policy of the chain. A reload builds them
 	// anew from its configuration (breaker states, buckets and caches start
@@ -252,7 +259,8 @@ func (a *App) newRouter(cfg *configs.Config, tables router.TablePolicies) (*rout
 	if err != nil {
 		return nil, err
 	}
-	if ropts.Resilience, err = resilience(cfg, a.shared.res, a.Log); err != nil {
+	var guards map[string]*breaker.Guard
+	if ropts.Resilience, guards, err = resilience(cfg, a.shared.res, a.Log); err != nil {
 		return nil, err
 	}
 	ropts.Outer = append([]router.Middleware{router.RateLimit(limiter, a.Metrics)}, ropts.Outer...)
@@ -263,8 +271,21 @@ func (a *App) newRouter(cfg *configs.Config, tables router.TablePolicies) (*rout
 		}
 	}
 	a.Security.routerOptions(&ropts)
+	closeCache := func() {
+		if c := ropts.Resilience.Cache; c != nil {
+			c.Close()
+		}
+	}
+	if ropts.Namespace, ropts.Lanes, err = a.buildLanes(cfg, guards); err != nil {
+		closeCache()
+		return nil, err
+	}
 	r, err := router.New(ropts)
 	if err != nil {
+		for _, l := range ropts.Lanes {
+			l.Close()
+		}
+		closeCache()
 		return nil, err
 	}
 	if a.CacheSync != nil {
@@ -279,14 +300,54 @@ func (a *App) newRouter(cfg *configs.Config, tables router.TablePolicies) (*rout
 	return r, nil
 }
 
+// buildLanes builds one lane per catalog of cfg, in order: the catalog's
+// keys (router.LaneOptionsFor), its breaker, what security gives it (the
+// backend dialer, impersonation), whether the drop purge serves it, its
+// file IO.
+func (a *App) buildLanes(cfg *configs.Config, guards map[string]*breaker.Guard) (*naming.Namespace, []*router.Lane, error) {
+	ns, err := router.NamespaceFor(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	lanes := make([]*router.Lane, 0, len(cfg.Catalogs))
+	fail := func(err error) (*naming.Namespace, []*router.Lane, error) {
+		for _, l := range lanes {
+			l.Close()
+		}
+		return nil, nil, err
+	}
+	for i, c := range ns.Catalogs() {
+		cc := cfg.Catalogs[i]
+		lo, err := router.LaneOptionsFor(cc, c)
+		if err != nil {
+			return fail(err)
+		}
+		name := c.Name
+		lo.Backend.Table = a.shared.table
+		lo.Breaker = guards[name]
+		lo.DropPurge = a.shared.purged[name]
+		lo.Metrics, lo.Log = a.Metrics, a.Log
+		a.Security.laneOptions(name, &lo)
+		if a.Files != nil {
+			lo.Files = func(_ context.Context, location string) (fileio.IO, error) { return a.Files.For(name, location) }
+		}
+		l, err := router.NewLane(lo)
+		if err != nil {
+			return fail(err)
+		}
+		lanes = append(lanes, l)
+	}
+	return ns, lanes, nil
+}
+
 // buildRouter builds the router of a reload: the table policies again (the
-// purge pool is the one built at start).
+// purge pool and the catalogs it serves are the ones built at start).
 func (a *App) buildRouter(cfg *configs.Config) (*router.Router, error) {
-	tables, err := tablePolicies(cfg, a.shared.tables, a.Files, a.Log, false)
+	tables, _, err := tablePolicies(cfg, a.shared.tables, a.Files, a.Log, false)
 	if err != nil {
 		return nil, err
 	}
-	tables.Purge, tables.PurgePrefixes = a.purge, a.shared.purgePrefixes
+	tables.Purge = a.purge
 	return a.newRouter(cfg, tables)
 }
 

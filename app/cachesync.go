@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hms-proxy/hms-proxy/router"
-	"github.com/hms-proxy/hms-proxy/router/cachesync"
+	"github.com/hms-proxy/hms-proxy/router/dbcache/cachesync"
 )
 
 // buildCacheSync connects the replicas' database caches through ZooKeeper

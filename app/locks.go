@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 
+	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/security/zksasl"
@@ -19,10 +20,11 @@ func (a *App) buildLockShim(hooks TestHooks) (*locks.Metrics, error) {
 		return nil, nil
 	}
 	def := cfg.DefaultCatalog()
-	rules, err := locks.RulesForRuntime(string(def.RuntimeProfile))
+	rt, err := runtimeOf(def)
 	if err != nil {
-		return nil, fmt.Errorf("catalog.%s.runtime-profile: %v", def.Name, err)
+		return nil, err
 	}
+	rules := locks.Rules(rt.LockRules)
 	metrics, err := locks.NewMetrics(a.Registry)
 	if err != nil {
 		return nil, err
@@ -64,4 +66,14 @@ func (a *App) buildLockShim(hooks TestHooks) (*locks.Metrics, error) {
 	a.Log.Info("synthetic lock shim", "store", shim.StoreName(), "rules", rules.String(), "txn_timeout", def.TxnTimeout,
 		"isolation", !hooks.LockGrantAtOnce)
 	return metrics, nil
+}
+
+// runtimeOf is a catalog's backend runtime: its capabilities are what the
+// assembly asks (compat.Runtime), never its profile's name.
+func runtimeOf(cc *configs.CatalogConfig) (*compat.Runtime, error) {
+	rt, err := compat.Lookup(string(cc.RuntimeProfile))
+	if err != nil {
+		return nil, fmt.Errorf("catalog.%s.runtime-profile: %v", cc.Name, err)
+	}
+	return rt, nil
 }

@@ -399,7 +399,8 @@ func restartKey(s configs.Setting) bool {
 	return !liveFeatures[s.Feature] && !liveKeys[s.Pattern]
 }
 
-// RestartKeys lists the key patterns a reload does not apply (README).
+// RestartKeys lists the key patterns a reload does not apply
+// (docs/operations.md#reloading-the-configuration).
 func RestartKeys(cfg *configs.Config) []string {
 	var out []string
 	seen := map[string]bool{}

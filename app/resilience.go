@@ -16,18 +16,18 @@ import (
 )
 
 // resilience builds the latency-aware parts of the router from their keys:
-// a breaker.Guard per catalog (routing.circuit-breaker.*,
+// a breaker.Guard per catalog for its lane (routing.circuit-breaker.*,
 // routing.adaptive-timeout.*, catalog.<name>.latency-budget-ms), background
 // polling (routing.backend-state-polling.*), hedged and degraded fan-out
 // (routing.hedged-read.*, routing.degraded-routing-policy), the database
 // caches (routing.database-*-cache.*, routing.database-cache.background-refresh.*)
 // and synthetic refresh_privileges. Their metrics are registered on reg
 // whether the features are on or not (dashboards see zeros, not gaps).
-func resilience(cfg *configs.Config, m *resilienceMetrics, log *slog.Logger) (router.ResilienceOptions, error) {
+func resilience(cfg *configs.Config, m *resilienceMetrics, log *slog.Logger) (router.ResilienceOptions, map[string]*breaker.Guard, error) {
 	rt := cfg.Routing
 	var o router.ResilienceOptions
 	bm := m.breaker
-	o.Guards = map[string]*breaker.Guard{}
+	guards := map[string]*breaker.Guard{} // each goes to its catalog's lane
 	for _, cc := range cfg.Catalogs {
 		at := rt.AdaptiveTimeout
 		g, err := breaker.New(breaker.Options{Catalog: cc.Name,
@@ -37,9 +37,9 @@ func resilience(cfg *configs.Config, m *resilienceMetrics, log *slog.Logger) (ro
 				Multiplier: at.Multiplier, Alpha: at.Alpha, ReconnectCooldown: at.ReconnectCooldown},
 			Metrics: bm})
 		if err != nil {
-			return o, err
+			return o, nil, err
 		}
-		o.Guards[cc.Name] = g
+		guards[cc.Name] = g
 	}
 	pm := m.polling
 	if bp := rt.BackendStatePolling; bp.Enabled {
@@ -66,10 +66,10 @@ func resilience(cfg *configs.Config, m *resilienceMetrics, log *slog.Logger) (ro
 			// With both caches off configs warned that refresh has no effect.
 			Refresh: dbcache.RefreshOptions{Enabled: rf.Enabled, Interval: rf.Interval, ActivityWindow: rf.ActivityWindow},
 			Metrics: cm, Log: log}); err != nil {
-			return o, err
+			return o, nil, err
 		}
 	}
-	return o, nil
+	return o, guards, nil
 }
 
 // resilienceMetrics are the metrics of the resilience parts and the rate

@@ -18,10 +18,10 @@ import (
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/fileio"
+	"github.com/hms-proxy/hms-proxy/frontdoor"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/restcatalog"
-	"github.com/hms-proxy/hms-proxy/router"
-	"github.com/hms-proxy/hms-proxy/router/frontdoor"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
@@ -45,7 +45,7 @@ func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.L
 	m := a.Metrics
 	inner := frontdoor.New(frontdoor.Config{Name: restListenerName, MaxWorkers: max(rc.MaxWorkerThreads, 1),
 		ClientSocketTimeout: 5 * time.Minute, MaxMessage: int(cfg.Server.MaxMessageSize), Strict: strict, Budget: a.Budget},
-		&router.Frontend{Name: restListenerName, Internal: true}, &a.sw, log,
+		&planner.Frontend{Name: restListenerName, Internal: true}, &a.sw, log,
 		frontdoor.Hooks{BadInput: func(reason string) { m.BadFrame(restListenerName, reason) },
 			Refused:  func(reason string) { m.FrontendRefused(restListenerName, reason) },
 			InFlight: func(d int) { m.FrontendInFlight(restListenerName, d) }})
@@ -86,18 +86,16 @@ func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.L
 			if a.Router.WriteIsolated(catalog) {
 				return true
 			}
-			// A Hive 4 catalog whose commits skip the lock
-			// (iceberg.engine.hive.lock-enabled=false; configs refuses it
-			// on other runtimes) is guarded by Hive 4's compare-and-swap of
-			// metadata_location instead.
+			// A catalog whose commits skip the lock
+			// (iceberg.engine.hive.lock-enabled=false; Validate refuses it
+			// on runtimes without the compare-and-swap) is guarded by the
+			// metastore's compare-and-swap of metadata_location instead.
 			cc := cfg.Catalog(catalog)
-			return cc != nil && cc.RuntimeProfile == configs.ProfileApache410 &&
-				cc.IcebergEngineHiveLockEnabled != nil && !*cc.IcebergEngineHiveLockEnabled
+			return compareAndSwap(cc) && cc.IcebergEngineHiveLockEnabled != nil && !*cc.IcebergEngineHiveLockEnabled
 		},
 		WriteRefusal: a.Router.WriteRefusal,
 		CompareAndSwap: func(catalog string) bool {
-			cc := cfg.Catalog(catalog)
-			return cc != nil && cc.RuntimeProfile == configs.ProfileApache410
+			return compareAndSwap(cfg.Catalog(catalog))
 		},
 		CatalogConf: func(catalog, key string) (string, bool) {
 			cc := cfg.Catalog(catalog)
@@ -215,4 +213,14 @@ func restAudit(l *audit.Logger) func(restcatalog.RequestInfo) {
 			Status: status, DurationMs: ri.Duration.Milliseconds(), RemoteAddress: ri.Caller.RemoteAddr,
 			AuthenticatedUser: ri.Caller.User, Routed: ri.Catalog != ""})
 	}
+}
+
+// compareAndSwap reports whether a catalog's metastore compares
+// metadata_location on alter (compat.Runtime.CompareAndSwap).
+func compareAndSwap(cc *configs.CatalogConfig) bool {
+	if cc == nil {
+		return false
+	}
+	rt, err := runtimeOf(cc)
+	return err == nil && rt.CompareAndSwap
 }

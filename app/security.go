@@ -14,9 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/frontdoor"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/router"
-	"github.com/hms-proxy/hms-proxy/router/frontdoor"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/security/digestmd5"
 	"github.com/hms-proxy/hms-proxy/security/gssapi"
@@ -222,9 +223,19 @@ func (s *Security) buildBackends(cfg *configs.Config, reg prometheus.Registerer)
 	return nil
 }
 
-// routerOptions adds what security gives the router.
+// routerOptions adds what security gives the router: the calls it answers
+// itself (delegation tokens).
 func (s *Security) routerOptions(o *router.Options) {
-	o.Dials, o.Local, o.Impersonation = s.dials, s.local, s.impersonation
+	o.Local = s.local
+}
+
+// laneOptions adds what security gives a catalog's lane: the dialer of its
+// backend sessions (outbound Kerberos, TLS) and its impersonation.
+func (s *Security) laneOptions(catalog string, o *router.LaneOptions) {
+	if d := s.dials[catalog]; d != nil {
+		o.Backend.Dial = d
+	}
+	o.Impersonation = s.impersonation[catalog]
 }
 
 // authenticator is the listener's handshake (nil without Kerberos).
@@ -272,7 +283,10 @@ func (a *saslAuth) Accept(c net.Conn) (net.Conn, *security.Identity, error) {
 // KerberosReport is the /readyz kerberos section: the primary listener's
 // front door and the outbound login.
 func (s *Security) KerberosReport() monitoring.KerberosReport {
-	return gssapi.Report(s.Fronts["primary"], s.Backend)
+	// gssapi.Status has monitoring.KerberosStatus's fields: security keeps
+	// its own type, the management's report converts it.
+	return monitoring.KerberosReport{FrontDoor: monitoring.KerberosStatus(s.Fronts["primary"].Status()),
+		Backend: monitoring.KerberosStatus(s.Backend.Status())}
 }
 
 // TokenStoreStatus is the /readyz tokenStore section (nil without tokens).
@@ -293,8 +307,8 @@ func (s *Security) TokenStoreStatus() *monitoring.TokenStoreStatus {
 
 // --- local delegation-token calls (Hive's HadoopThriftAuthBridge.Server rules) ---
 
-func tokenRefusal(method string, err error) *router.Refusal {
-	return &router.Refusal{Kind: router.RefuseMeta, Reason: "delegation_token", Message: method + ": " + err.Error()}
+func tokenRefusal(method string, err error) *planner.Refusal {
+	return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "delegation_token", Message: method + ": " + err.Error()}
 }
 
 func (s *Security) getDelegationToken(_ context.Context, c *router.LocalCall) {
@@ -309,7 +323,7 @@ func (s *Security) getDelegationToken(_ context.Context, c *router.LocalCall) {
 	}
 	args, err := c.Args()
 	if err != nil {
-		c.Refuse(&router.Refusal{Kind: router.RefuseProtocol, Reason: "bad_arguments", Message: c.Method() + ": cannot read arguments: " + err.Error()})
+		c.Refuse(&planner.Refusal{Kind: planner.RefuseProtocol, Reason: "bad_arguments", Message: c.Method() + ": cannot read arguments: " + err.Error()})
 		return
 	}
 	owner, renewer := args.Field(1).String(), args.Field(2).String()

@@ -29,9 +29,10 @@ func newTableMetrics(reg prometheus.Registerer) tableMetrics {
 // tablePolicies builds the router's table policies from their keys:
 // federation.view-text-rewrite.*, guard.transactional-ddl.*,
 // routing.iceberg-pointer-guard.* and federation.external-table-drop-purge.*
-// with the catalogs' allowed-prefixes. A reload calls it with purge false:
+// with the catalogs' allowed-prefixes, and the catalogs the purge serves
+// (their lanes are built with DropPurge). A reload calls it with purge false:
 // the purge pool is built once (its keys need a restart).
-func tablePolicies(cfg *configs.Config, tm tableMetrics, files *fileio.Resolver, log *slog.Logger, withPurge bool) (router.TablePolicies, error) {
+func tablePolicies(cfg *configs.Config, tm tableMetrics, files *fileio.Resolver, log *slog.Logger, withPurge bool) (router.TablePolicies, map[string]bool, error) {
 	var tp router.TablePolicies
 	vr := cfg.Federation.ViewTextRewrite
 	tp.Views = viewsql.TableOptions{Mode: viewsql.ModeRewrite, PreserveOriginalText: vr.PreserveOriginalText, Metrics: tm.views}
@@ -54,7 +55,7 @@ func tablePolicies(cfg *configs.Config, tm tableMetrics, files *fileio.Resolver,
 	}
 	var err error
 	if tp.Txn, err = guards.NewTxnGuard(to); err != nil {
-		return tp, err
+		return tp, nil, err
 	}
 
 	ig := cfg.Routing.IcebergPointerGuard
@@ -64,28 +65,33 @@ func tablePolicies(cfg *configs.Config, tm tableMetrics, files *fileio.Resolver,
 		HiveEngineDescriptor: ig.HiveEngineDescriptor,
 		Metrics:              tm.iceberg,
 		Log:                  func(msg string) { log.Info(msg) }}); err != nil {
-		return tp, err
+		return tp, nil, err
 	}
 
 	if !withPurge || cfg.Federation.ExternalTableDropPurge.Mode != configs.DropPurgeBestEffort {
-		return tp, nil
+		return tp, nil, nil
 	}
-	// Only APACHE_3_1_3 catalogs are purged (configs warns about prefixes
-	// anywhere else, and about BEST_EFFORT without any prefix).
+	// Only catalogs whose runtime the purge serves (compat.Runtime.DropPurge)
+	// are purged (configs warns about prefixes anywhere else, and about
+	// BEST_EFFORT without any prefix).
 	prefixes := map[string][]string{}
-	tp.PurgePrefixes = map[string]bool{}
+	purged := map[string]bool{}
 	for _, cc := range cfg.Catalogs {
-		if cc.RuntimeProfile == configs.ProfileApache313 && len(cc.DropPurgeAllowedPrefixes) > 0 {
+		rt, err := runtimeOf(cc)
+		if err != nil {
+			return tp, nil, err
+		}
+		if rt.DropPurge && len(cc.DropPurgeAllowedPrefixes) > 0 {
 			prefixes[cc.Name] = cc.DropPurgeAllowedPrefixes
-			tp.PurgePrefixes[cc.Name] = true
+			purged[cc.Name] = true
 		}
 	}
 	if len(prefixes) == 0 {
-		return tp, nil
+		return tp, nil, nil
 	}
 	if tp.Purge, err = purge.New(purge.Options{Mode: purge.BestEffort, Prefixes: prefixes, Metrics: tm.purge, Files: files.For,
 		Log: func(msg string) { log.Info(msg) }}); err != nil {
-		return tp, fmt.Errorf("federation.external-table-drop-purge: %v", err)
+		return tp, nil, fmt.Errorf("federation.external-table-drop-purge: %v", err)
 	}
-	return tp, nil
+	return tp, purged, nil
 }

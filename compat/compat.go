@@ -32,6 +32,26 @@ type Runtime struct {
 	// Hive4 runtimes speak Hive 4's API generation (its filter keys, its
 	// *_req wrappers); the others predate it.
 	Hive4 bool
+
+	// What differs between Hive versions beyond the method set (which
+	// Has answers from the schema) is one capability field each: the
+	// router, the lock shim, the REST door and the purge ask these, never
+	// the runtime's name, so a new Hive version is one entry below plus
+	// its schema.
+
+	// CompareAndSwap: alter_table* compares the table's metadata_location
+	// with the one the client read (Iceberg's expected_parameter_key and
+	// value, HIVE-26882 in Hive 4) and refuses a commit that lost a race,
+	// so an Iceberg commit is safe without the metastore lock.
+	CompareAndSwap bool
+	// LockRules is the Hive release whose TxnHandler lock table the
+	// metastore grants by (3 or 4; locks.Rules has the same values): the
+	// synthetic lock shim grants by the default catalog's.
+	LockRules int
+	// DropPurge: the external table drop purge
+	// (federation.external-table-drop-purge.*) serves this runtime; the
+	// specification limits it to Apache 3.1.3 backends.
+	DropPurge bool
 }
 
 // profiles is the registry of runtime profiles, in thriftgen's profile
@@ -40,10 +60,14 @@ type Runtime struct {
 // profile lists from it; configs keeps its own constants (it imports no
 // project package) and a test holds the two lists equal. Read-only.
 var profiles = [...]Runtime{
-	{Name: "APACHE_3_1_3", Bit: thriftgen.ProfileApache313, Version: "3.1.3", Label: "3.1.3"},
-	{Name: "APACHE_4_1_0", Bit: thriftgen.ProfileApache410, Version: "4.1.0", Label: "4.1.0", Hive4: true},
-	{Name: "HORTONWORKS_3_1_0_3_1_0_78", Bit: thriftgen.ProfileHDP78, Version: "3.1.0.3.1.0.0-78", Label: "HDP-78", Hortonworks: true},
-	{Name: "HORTONWORKS_3_1_0_3_1_5_6150_1", Bit: thriftgen.ProfileHDP315, Version: "3.1.0.3.1.5.6150-1", Label: "HDP-3.1.5", Hortonworks: true},
+	{Name: "APACHE_3_1_3", Bit: thriftgen.ProfileApache313, Version: "3.1.3", Label: "3.1.3",
+		LockRules: 3, DropPurge: true},
+	{Name: "APACHE_4_1_0", Bit: thriftgen.ProfileApache410, Version: "4.1.0", Label: "4.1.0", Hive4: true,
+		CompareAndSwap: true, LockRules: 4},
+	{Name: "HORTONWORKS_3_1_0_3_1_0_78", Bit: thriftgen.ProfileHDP78, Version: "3.1.0.3.1.0.0-78", Label: "HDP-78", Hortonworks: true,
+		LockRules: 3},
+	{Name: "HORTONWORKS_3_1_0_3_1_5_6150_1", Bit: thriftgen.ProfileHDP315, Version: "3.1.0.3.1.5.6150-1", Label: "HDP-3.1.5", Hortonworks: true,
+		LockRules: 3},
 }
 
 // Runtimes lists every runtime profile in canonical order. The runtimes are

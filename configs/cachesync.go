@@ -7,7 +7,7 @@ const DefaultCacheEpochZNode = "/hms-proxy-cache-epochs"
 
 // CacheCoherenceConfig is routing.database-cache.zookeeper.* (hms-proxy):
 // the ZooKeeper through which replicas invalidate each other's database
-// caches (router/cachesync). Empty ConnectString: off.
+// caches (router/dbcache/cachesync). Empty ConnectString: off.
 type CacheCoherenceConfig struct {
 	ConnectString  string
 	ZNode          string

@@ -1,5 +1,7 @@
 package configs
 
+import "strings"
+
 // Profile names a Hive metastore Thrift API flavour: what a front-door
 // listener speaks to its clients, or what a backend metastore speaks.
 type Profile string
@@ -12,9 +14,66 @@ const (
 	ProfileHDP315    Profile = "HORTONWORKS_3_1_0_3_1_5_6150_1"
 )
 
+// profileFacts are the runtime capabilities configs' own validation needs
+// (a key that only means something on some runtimes), one line per profile.
+// compat.Runtime is the authority on capabilities: configs imports no package
+// of ours, so it keeps these two beside the names, and compat's
+// TestConfigsProfileFactsMatchRuntimes holds them equal to the registry
+// there. Validation asks these facts, never a profile's name.
+var profileFacts = []struct {
+	p Profile
+	// compareAndSwap: compat.Runtime.CompareAndSwap (an Iceberg commit
+	// without the metastore lock is safe).
+	compareAndSwap bool
+	// dropPurge: compat.Runtime.DropPurge (the external table drop purge
+	// serves it).
+	dropPurge bool
+}{
+	{p: ProfileApache313, dropPurge: true},
+	{p: ProfileApache410, compareAndSwap: true},
+	{p: ProfileHDP78},
+	{p: ProfileHDP315},
+}
+
 // Profiles lists every profile in a fixed order.
 func Profiles() []Profile {
-	return []Profile{ProfileApache313, ProfileApache410, ProfileHDP78, ProfileHDP315}
+	out := make([]Profile, len(profileFacts))
+	for i, f := range profileFacts {
+		out[i] = f.p
+	}
+	return out
+}
+
+// CompareAndSwap is configs' copy of compat.Runtime.CompareAndSwap for the
+// runtime p (false for an unknown profile).
+func (p Profile) CompareAndSwap() bool {
+	for _, f := range profileFacts {
+		if f.p == p {
+			return f.compareAndSwap
+		}
+	}
+	return false
+}
+
+// DropPurge is configs' copy of compat.Runtime.DropPurge for the runtime p.
+func (p Profile) DropPurge() bool {
+	for _, f := range profileFacts {
+		if f.p == p {
+			return f.dropPurge
+		}
+	}
+	return false
+}
+
+// profilesWhere names the profiles a fact holds for ("A or B").
+func profilesWhere(fact func(Profile) bool) string {
+	var names []string
+	for _, f := range profileFacts {
+		if fact(f.p) {
+			names = append(names, string(f.p))
+		}
+	}
+	return strings.Join(names, " or ")
 }
 
 func profileNames() []string {

@@ -7,7 +7,7 @@
 // Every key is an entry of one registry (features.go and the feature files
 // it lists): its pattern, type, default, status and meaning. Parsing, typed
 // defaults, unknown-key errors, check-config's effective output and the
-// README's key reference are all derived from it. A key's status is
+// key reference of docs/configuration.md are all derived from it. A key's status is
 // implemented, refused-until-built (its neutral or default value is
 // accepted; a value that asks for the missing behaviour refuses start) or
 // accepted-and-ignored (kept for drop-in files, with a warning).

@@ -359,3 +359,25 @@ func TestDebugTracingBelowDebugLevelWarns(t *testing.T) {
 		t.Fatalf("unexpected warning at DEBUG: %v", cfg.Warnings)
 	}
 }
+
+// routing.hedged-read.fanout-timeout-ms bounds every fan-out, hedged or not:
+// set while hedged reads are off it takes effect and gets no "has no effect"
+// warning (it used to get one, though the router applies it); its sibling
+// max-parallelism, which only hedged fan-outs use, still does.
+func TestFanoutTimeoutTakesEffectWithoutHedgedReads(t *testing.T) {
+	cfg, err := Parse(map[string]string{"catalogs": "c1", "catalog.c1.conf.hive.metastore.uris": "thrift://h:9083",
+		"routing.hedged-read.fanout-timeout-ms": "1500", "routing.hedged-read.max-parallelism": "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Routing.HedgedRead.Enabled || cfg.Routing.HedgedRead.FanoutTimeout != 1500*time.Millisecond {
+		t.Fatalf("hedged read %+v", cfg.Routing.HedgedRead)
+	}
+	w := strings.Join(cfg.Warnings, "\n")
+	if strings.Contains(w, "fanout-timeout-ms") {
+		t.Errorf("a warning names fanout-timeout-ms, which takes effect: %v", cfg.Warnings)
+	}
+	if !strings.Contains(w, "routing.hedged-read.max-parallelism=2: has no effect") {
+		t.Errorf("no warning for max-parallelism with hedged reads off: %v", cfg.Warnings)
+	}
+}

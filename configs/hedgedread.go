@@ -27,7 +27,7 @@ func hedgedReadFeature() *feature {
 			{pattern: pre + "max-parallelism", typ: count(1), defFunc: catalogCount, defDoc: "the number of catalogs", example: "16",
 				meaning: "backend attempts of one fan-out in flight at once, legs and hedges",
 				bind:    func(c *Config, _ match) any { return &hr(c).MaxParallelism }},
-			{pattern: pre + "fanout-timeout-ms", typ: millis(1), def: "30000", example: "10000",
+			{pattern: pre + "fanout-timeout-ms", typ: millis(1), def: "30000", example: "10000", offToo: true,
 				meaning: "bound on a whole fan-out, hedged or not (a key of the Java proxy the specification does not list)",
 				bind:    func(c *Config, _ match) any { return &hr(c).FanoutTimeout }},
 			{pattern: pre + "delay-multiplier", typ: floatT{min: 0, minOpen: true, max: 1e6}, def: "3", example: "2", isNew: true,

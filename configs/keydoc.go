@@ -6,21 +6,25 @@ import (
 	"strings"
 )
 
-// The markers around the generated key reference in README.md.
+// KeyReferenceFile is the document that holds the generated key reference,
+// relative to the repository root.
+const KeyReferenceFile = "docs/configuration.md"
+
+// The markers around the generated key reference in KeyReferenceFile.
 const (
 	KeyReferenceBegin = "<!-- BEGIN KEY REFERENCE: generated from the registry by `go run ./configs/cmd/keydoc -write`; do not edit -->"
 	KeyReferenceEnd   = "<!-- END KEY REFERENCE -->"
 )
 
-// KeyReference renders the registry as the README's key reference: one
-// table per feature, in parse order, with each key's type, default, status
-// and meaning.
+// KeyReference renders the registry as the key reference of
+// KeyReferenceFile: one table per feature, in parse order, with each key's
+// type, default, status and meaning.
 func KeyReference() string {
 	var b strings.Builder
 	b.WriteString("Every key hms-proxy knows, by feature (the status of a feature is its build's: see\n")
 	b.WriteString("[Key status](#key-status)). **(hms-proxy)** marks keys the Java proxy does not have.\n")
 	for _, f := range reg.features {
-		fmt.Fprintf(&b, "\n#### %s (`%s`): %s\n\n", f.title, f.id, f.status)
+		fmt.Fprintf(&b, "\n### %s (`%s`): %s\n\n", f.title, f.id, f.status)
 		b.WriteString("| key | type | default | status | meaning |\n|---|---|---|---|---|\n")
 		for _, k := range f.keys {
 			name := "`" + k.pattern + "`"
@@ -93,12 +97,12 @@ func keyStatusDoc(k *keyDef) string {
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 // SpliceKeyReference replaces the text between the key reference markers of
-// a README with KeyReference().
-func SpliceKeyReference(readme string) (string, error) {
-	i := strings.Index(readme, KeyReferenceBegin)
-	j := strings.Index(readme, KeyReferenceEnd)
+// a document with KeyReference().
+func SpliceKeyReference(doc string) (string, error) {
+	i := strings.Index(doc, KeyReferenceBegin)
+	j := strings.Index(doc, KeyReferenceEnd)
 	if i < 0 || j < i {
-		return "", errors.New("README has no key reference markers (" + KeyReferenceBegin + " … " + KeyReferenceEnd + ")")
+		return "", errors.New("no key reference markers (" + KeyReferenceBegin + " … " + KeyReferenceEnd + ")")
 	}
-	return readme[:i+len(KeyReferenceBegin)] + "\n\n" + KeyReference() + "\n" + readme[j:], nil
+	return doc[:i+len(KeyReferenceBegin)] + "\n\n" + KeyReference() + "\n" + doc[j:], nil
 }

@@ -524,6 +524,7 @@ func (p *parser) gateFeatures() {
 				continue
 			}
 			switch {
+			case !on && k.offToo:
 			case !on:
 				p.warnf("%s=%s: has no effect: %s", s.name, s.shownRaw(), f.off(p.cfg))
 			case st == StatusRefused:

@@ -13,7 +13,8 @@ const (
 
 // ExternalTableDropPurgeConfig is federation.external-table-drop-purge.*:
 // after a successful drop_table of an EXTERNAL_TABLE with
-// external.table.purge=true on an APACHE_3_1_3 backend, its data is deleted
+// external.table.purge=true on a backend the purge serves (Profile.DropPurge),
+// its data is deleted
 // if its location lies under one of the catalog's
 // DropPurgeAllowedPrefixes.
 type ExternalTableDropPurgeConfig struct {
@@ -43,9 +44,9 @@ func dropPurgeFeature() *feature {
 							Msg: "the drop purge deletes local paths (/path or file:///path), hdfs://, s3:// and s3a:// locations; " + u.Scheme + ":// is not one of them"})
 					}
 				}
-				if len(cat.DropPurgeAllowedPrefixes) > 0 && cat.RuntimeProfile != ProfileApache313 {
-					p.warnf("catalog.%s.conf.%s: has no effect: the purge hook serves APACHE_3_1_3 backends only (catalog.%s.runtime-profile=%s)",
-						cat.Name, purgePrefixes, cat.Name, cat.RuntimeProfile)
+				if len(cat.DropPurgeAllowedPrefixes) > 0 && !cat.RuntimeProfile.DropPurge() {
+					p.warnf("catalog.%s.conf.%s: has no effect: the purge hook serves %s backends only (catalog.%s.runtime-profile=%s)",
+						cat.Name, purgePrefixes, profilesWhere(Profile.DropPurge), cat.Name, cat.RuntimeProfile)
 				}
 			}
 			if !anyCatalog(c, func(cat *CatalogConfig) bool { return len(cat.DropPurgeAllowedPrefixes) > 0 }) {

@@ -87,7 +87,11 @@ type keyDef struct {
 	neutral []string // values that ask for nothing, beside the default
 	// sw marks the key that switches its feature on or off: it never gets a
 	// "has no effect" warning itself.
-	sw      bool
+	sw bool
+	// offToo marks a key that takes effect while its feature is off as well
+	// (routing.hedged-read.fanout-timeout-ms bounds every fan-out, hedged
+	// or not): no "has no effect" warning either.
+	offToo  bool
 	aliases []alias
 	secret  bool // masked in check-config output
 	raw     bool // the value is taken untrimmed

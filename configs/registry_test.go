@@ -266,11 +266,11 @@ func (c *Config) settingOf(name string) *setting {
 	return nil
 }
 
-// TestREADMEKeyReferenceIsCurrent fails when the README's key reference is
-// not what the registry generates; regenerate it with
-// go run ./configs/cmd/keydoc -write.
-func TestREADMEKeyReferenceIsCurrent(t *testing.T) {
-	path := filepath.Join("..", "README.md")
+// TestKeyReferenceIsCurrent fails when the key reference of
+// docs/configuration.md is not what the registry generates; regenerate it
+// with go run ./configs/cmd/keydoc -write.
+func TestKeyReferenceIsCurrent(t *testing.T) {
+	path := filepath.Join("..", filepath.FromSlash(KeyReferenceFile))
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -280,12 +280,12 @@ func TestREADMEKeyReferenceIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want != string(data) {
-		t.Fatal("README.md's key reference is stale: run go run ./configs/cmd/keydoc -write")
+		t.Fatal(KeyReferenceFile + "'s key reference is stale: run go run ./configs/cmd/keydoc -write")
 	}
 	// Every key is in it.
 	for _, k := range reg.keys {
 		if !strings.Contains(string(data), "`"+k.pattern+"`") {
-			t.Errorf("README.md does not name %s", k.pattern)
+			t.Errorf("%s does not name %s", KeyReferenceFile, k.pattern)
 		}
 	}
 }

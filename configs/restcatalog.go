@@ -123,7 +123,7 @@ func restCatalogFeature() *feature {
 			}
 			for _, cat := range c.Catalogs {
 				if v := cat.IcebergEngineHiveLockEnabled; v == nil || *v || p.bad["catalog."+cat.Name+".runtime-profile"] ||
-					cat.RuntimeProfile == ProfileApache410 {
+					cat.RuntimeProfile.CompareAndSwap() {
 					continue
 				}
 				key := "catalog." + cat.Name + ".conf." + confIcebergLockEnabled

@@ -133,7 +133,7 @@ func defaultPorts(t *testing.T) (thrift, management int) {
 	return cfg.Server.Port, cfg.Management.Port
 }
 
-// Image facts the other packaging files and the README rely on.
+// Image facts the other packaging files and docs/operations.md#container-image-deploydockerfile rely on.
 const (
 	imageBinary     = "/usr/local/bin/hms-proxy"
 	imageConfigFile = "/etc/hms-proxy/hms-proxy.properties"

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hms-proxy/hms-proxy/router/proxytest"
+	"github.com/hms-proxy/hms-proxy/e2e/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
 )
 

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hms-proxy/hms-proxy/configs"
-	"github.com/hms-proxy/hms-proxy/router/proxytest"
+	"github.com/hms-proxy/hms-proxy/e2e/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
 )
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/configs"
-	"github.com/hms-proxy/hms-proxy/router/proxytest"
+	"github.com/hms-proxy/hms-proxy/e2e/proxytest"
 )
 
 const unitPath = "systemd/hms-proxy.service"

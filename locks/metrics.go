@@ -1,10 +1,9 @@
 package locks
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hms-proxy/hms-proxy/monitoring/metric"
 )
 
 // Metric names (the Java proxy's, so dashboards carry over; "read_lock" is
@@ -51,76 +50,36 @@ type Metrics struct {
 	split    *prometheus.CounterVec
 }
 
-// NewMetrics registers the shim's metrics with reg (nil = a private registry).
+// NewMetrics registers the shim's metrics with reg (nil: not registered).
 // A metric already registered there with the very same definition is shared,
 // not registered twice; one registered under the same name with another
 // definition is an error naming it (the monitoring package's own
 // hms_proxy_lock_request_split_total, for instance, must give way to this one).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
-	r := registrar{reg: reg}
+	r := metric.New(reg, "locks")
 	m := &Metrics{
-		events: r.counterVec(MetricEvents,
+		events: r.CounterVec(MetricEvents,
 			"Synthetic lock shim lifecycle events: acquire, check_lock, heartbeat, unlock, release_txn, cleanup.",
 			"operation", "catalog", "store_mode", "result"),
-		failures: r.counterVec(MetricStoreFailures,
+		failures: r.CounterVec(MetricStoreFailures,
 			"Failures of the synthetic lock store (in-memory or ZooKeeper) by operation and exception type.",
 			"operation", "store_mode", "exception"),
-		handoffs: r.counterVec(MetricHandoffs,
+		handoffs: r.CounterVec(MetricHandoffs,
 			"Synthetic locks taken through one proxy instance and served through another.",
 			"operation", "catalog", "store_mode"),
-		active: r.gaugeVec(MetricActive,
+		active: r.GaugeVec(MetricActive,
 			"Synthetic locks currently in the store (incremental; resynchronised by every expiry sweep).",
 			"store_mode"),
-		info: r.gaugeVec(MetricStoreInfo,
+		info: r.GaugeVec(MetricStoreInfo,
 			"Constant 1, labelled with the synthetic lock store in use.", "store_mode"),
-		split: r.counterVec(MetricLockRequestSplit,
+		split: r.CounterVec(MetricLockRequestSplit,
 			"Lock requests naming several catalogs, split into per-catalog parts; catalog is the one whose lock id the client got.",
 			"catalog"),
 	}
-	if r.err != nil {
-		return nil, r.err
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	return m, nil
-}
-
-// registrar registers collectors and keeps the first error.
-type registrar struct {
-	reg prometheus.Registerer
-	err error
-}
-
-func (r *registrar) register(name string, c prometheus.Collector) prometheus.Collector {
-	err := r.reg.Register(c)
-	if err == nil {
-		return c
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		return are.ExistingCollector
-	}
-	if r.err == nil {
-		r.err = fmt.Errorf("locks: registering metric %s: %w", name, err)
-	}
-	return c
-}
-
-func (r *registrar) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-	if got, ok := r.register(name, c).(*prometheus.CounterVec); ok {
-		return got
-	}
-	return c
-}
-
-func (r *registrar) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
-	if got, ok := r.register(name, g).(*prometheus.GaugeVec); ok {
-		return got
-	}
-	return g
 }
 
 func (m *Metrics) event(op, catalog, mode, result string) {

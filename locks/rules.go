@@ -2,7 +2,6 @@ package locks
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
@@ -52,20 +51,6 @@ func (r Rules) valid() error {
 		return fmt.Errorf("locks: Options.Rules is %v: want RulesHive3 or RulesHive4 (the default catalog's Hive release)", r)
 	}
 	return nil
-}
-
-// RulesForRuntime gives the rules of a backend runtime profile name
-// (catalog.<name>.runtime-profile of the default catalog): APACHE_4_1_0 has
-// Hive 4's table; APACHE_3_1_3 and the HORTONWORKS_3_1_0_* profiles Hive 3's.
-func RulesForRuntime(profile string) (Rules, error) {
-	p := strings.ToUpper(strings.TrimSpace(profile))
-	switch {
-	case p == "APACHE_4_1_0":
-		return RulesHive4, nil
-	case p == "APACHE_3_1_3", strings.HasPrefix(p, "HORTONWORKS_3_1_0"):
-		return RulesHive3, nil
-	}
-	return 0, fmt.Errorf("locks: runtime profile %q has no lock rules (want APACHE_3_1_3, APACHE_4_1_0 or HORTONWORKS_3_1_0_*)", profile)
 }
 
 // kind is a lock type as the rules see it.

@@ -481,18 +481,6 @@ func TestEligible(t *testing.T) {
 	}
 }
 
-func TestRulesForRuntime(t *testing.T) {
-	for p, want := range map[string]Rules{"APACHE_3_1_3": RulesHive3, "apache_4_1_0": RulesHive4,
-		"HORTONWORKS_3_1_0_3_1_0_78": RulesHive3, "HORTONWORKS_3_1_0_3_1_5_6150_1": RulesHive3} {
-		if got, err := RulesForRuntime(p); err != nil || got != want {
-			t.Errorf("%s: %v %v", p, got, err)
-		}
-	}
-	if _, err := RulesForRuntime("HIVE_2"); err == nil || !strings.Contains(err.Error(), "HIVE_2") {
-		t.Errorf("unknown profile: %v", err)
-	}
-}
-
 func TestIDs(t *testing.T) {
 	id := makeID(epochMask, 1<<32-1)
 	if !IsShimLockID(id) || id <= 0 {

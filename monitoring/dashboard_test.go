@@ -47,7 +47,7 @@ func exerciseAllMetrics(m *Metrics, i int) {
 // router/polling, router, security/ratelimit, router/dbcache; gauges among
 // them are registered as counters here: only names and labels matter), which this package does not
 // import: their names and labels are repeated here so the dashboard checks
-// see them. router/e2e's dashboard test scrapes the real ones from a running
+// see them. e2e's dashboard test scrapes the real ones from a running
 // proxy fed by real traffic, so a drift between the two fails there.
 var featureMetrics = []struct {
 	name   string

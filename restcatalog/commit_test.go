@@ -3,10 +3,11 @@ package restcatalog_test
 import (
 	"fmt"
 
-	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
 // createTable makes a namespace (under a temp location) and one table in

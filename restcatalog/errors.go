@@ -126,7 +126,7 @@ type errorModel struct {
 // with a Reason) arrive as MetaException messages: their text is all that
 // crosses. The markers are the router's own sentinel texts where it has
 // them, and the fixed phrases of its refusals otherwise; the e2e tests
-// (router/e2e/rest_catalog_test.go) assert the mapping against a real
+// (e2e/rest_catalog_test.go) assert the mapping against a real
 // stopped metastore and the router's real access-mode refusal.
 var (
 	// unavailableMarkers: the router could not reach or use the catalog's

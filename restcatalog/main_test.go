@@ -17,9 +17,9 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/compat"
+	"github.com/hms-proxy/hms-proxy/e2e/proxytest"
 	"github.com/hms-proxy/hms-proxy/restcatalog"
-	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/testbed"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
@@ -110,7 +110,11 @@ func newEnv(t *testing.T, props map[string]string, tune func(*restcatalog.Option
 		},
 		CompareAndSwap: func(catalog string) bool {
 			c := p.Config.Catalog(catalog)
-			return c != nil && c.RuntimeProfile == configs.ProfileApache410
+			if c == nil {
+				return false
+			}
+			rt, err := compat.Lookup(string(c.RuntimeProfile))
+			return err == nil && rt.CompareAndSwap
 		},
 		CatalogConf: func(catalog, key string) (string, bool) {
 			c := p.Config.Catalog(catalog)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hms-proxy/hms-proxy/monitoring/metric"
 )
 
 // Metric names of the specification.
@@ -26,25 +28,17 @@ type Metrics struct {
 
 // NewMetrics registers the REST metrics with reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	r := metric.New(reg, "REST catalog metrics")
 	m := &Metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRequestsTotal,
-			Help: "Iceberg REST requests by catalog prefix, route and final HTTP status.",
-		}, []string{"prefix", "route", "status"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    MetricRequestDuration,
-			Help:    "Duration of Iceberg REST requests by catalog prefix and route.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
-		}, []string{"prefix", "route"}),
-		listener: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: MetricListenerInfo,
-			Help: "Configured bind host and port of the Iceberg REST listener (constant 1).",
-		}, []string{"bind_host", "port"}),
+		requests: r.CounterVec(MetricRequestsTotal,
+			"Iceberg REST requests by catalog prefix, route and final HTTP status.", "prefix", "route", "status"),
+		duration: r.HistogramVec(MetricRequestDuration,
+			"Duration of Iceberg REST requests by catalog prefix and route.", []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}, "prefix", "route"),
+		listener: r.GaugeVec(MetricListenerInfo,
+			"Configured bind host and port of the Iceberg REST listener (constant 1).", "bind_host", "port"),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.listener} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

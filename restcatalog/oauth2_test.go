@@ -21,13 +21,13 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/hms-proxy/hms-proxy/restcatalog"
-	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
 // idp is an identity provider of the test's own: a discovery document and a
 // JWKS served over loopback HTTP, and keys to sign tokens with. (The real
-// provider, Keycloak, is in router/e2e's OAuth2 tests; this one can sign
+// provider, Keycloak, is in e2e's OAuth2 tests; this one can sign
 // what no provider would: alg none, HMAC with the public key, foreign keys.)
 type idp struct {
 	srv      *httptest.Server
@@ -98,7 +98,7 @@ func authServer(t *testing.T, p *idp, now func() time.Time) (string, *atomic.Poi
 		t.Fatal(err)
 	}
 	var seen atomic.Pointer[restcatalog.Caller]
-	ns := router.NewNamespace("__", "c1", false, []*router.Catalog{{Name: "c1", BackendName: "hive"}})
+	ns := naming.NewNamespace("__", "c1", false, []*naming.Catalog{{Name: "c1", BackendName: "hive"}})
 	h, err := restcatalog.New(restcatalog.Options{Naming: ns, OAuth2: oa,
 		Metastore: func(context.Context, restcatalog.Caller) (*thriftgen.Client, func(), error) {
 			return nil, nil, errors.New("no metastore in this test")

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hms-proxy/hms-proxy/restcatalog"
-	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
@@ -119,7 +119,7 @@ func TestPurgeRefuse(t *testing.T) {
 
 // Contradictory purge settings and missing parts refuse to build.
 func TestOptionsValidation(t *testing.T) {
-	ns := router.NewNamespace("__", "c1", false, []*router.Catalog{{Name: "c1", BackendName: "hive"}})
+	ns := naming.NewNamespace("__", "c1", false, []*naming.Catalog{{Name: "c1", BackendName: "hive"}})
 	ms := func(context.Context, restcatalog.Caller) (*thriftgen.Client, func(), error) { return nil, nil, nil }
 	iso := func(string) bool { return true }
 	cases := []struct {

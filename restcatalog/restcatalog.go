@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/fileio"
-	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
@@ -92,7 +92,7 @@ type RequestInfo struct {
 type Options struct {
 	// Naming is the proxy's naming model (catalogs, default catalog,
 	// separator), the router's own.
-	Naming *router.Namespace
+	Naming *naming.Namespace
 	// Metastore opens clients into the router.
 	Metastore Metastore
 	// WriteIsolated reports whether the metastore locks of a catalog
@@ -166,7 +166,7 @@ type Options struct {
 // Handler serves the Iceberg REST protocol. Build it with New.
 type Handler struct {
 	opts     Options
-	ns       *router.Namespace
+	ns       *naming.Namespace
 	prefixes []string // normalized purge prefixes
 	routes   []route
 	queues   *tableQueues

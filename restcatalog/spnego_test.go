@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/restcatalog"
-	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
@@ -145,7 +145,7 @@ func TestSPNEGOWithARealKDC(t *testing.T) {
 	var mu sync.Mutex
 	var callers []restcatalog.Caller
 	var infos []restcatalog.RequestInfo
-	ns := router.NewNamespace("__", "c1", false, []*router.Catalog{{Name: "c1", BackendName: "hive"}})
+	ns := naming.NewNamespace("__", "c1", false, []*naming.Catalog{{Name: "c1", BackendName: "hive"}})
 	h, err := restcatalog.New(restcatalog.Options{
 		Naming: ns, WriteIsolated: func(string) bool { return true }, SPNEGO: sp,
 		Metastore: func(_ context.Context, c restcatalog.Caller) (*thriftgen.Client, func(), error) {
@@ -237,7 +237,7 @@ func TestSPNEGOValidation(t *testing.T) {
 // A panic while serving is answered as a 500 ErrorModel without its stack,
 // and the listener goes on serving.
 func TestPanicIsAnAnswer(t *testing.T) {
-	ns := router.NewNamespace("__", "c1", false, []*router.Catalog{{Name: "c1", BackendName: "hive"}})
+	ns := naming.NewNamespace("__", "c1", false, []*naming.Catalog{{Name: "c1", BackendName: "hive"}})
 	h, err := restcatalog.New(restcatalog.Options{Naming: ns, WriteIsolated: func(string) bool { return true },
 		Metastore: func(context.Context, restcatalog.Caller) (*thriftgen.Client, func(), error) {
 			panic("boom in a dependency")

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -17,7 +19,7 @@ import (
 // through. Not reads, though their names look so: find_next_compact (marks
 // the compaction working), scheduled_query_poll (records an execution),
 // get_lock_materialization_rebuild (takes a lock).
-var reviewedReads = set(
+var reviewedReads = nameSet(
 	// fb303 and server introspection; shutdown and reinitialize never
 	// reach a backend, setOption and flushCache touch no metadata
 	"aliveSince", "flushCache", "getCounter", "getCounters", "getCpuProfile", "getName", "getOption",
@@ -132,7 +134,7 @@ func TestAccessModesCoverEveryWrite(t *testing.T) {
 				saidReadOnly = true // or refused as a namespace-less write by the planner, before any catalog
 			}
 		}
-		if !saidReadOnly && spec.Special != RefuseAlways {
+		if !saidReadOnly && spec.Special != methods.RefuseAlways {
 			t.Errorf("%s: no call was refused by the access mode", m.Name)
 		}
 		// A one-catalog deployment, where nothing is ambiguous.
@@ -193,7 +195,9 @@ func TestWhitelistCoversEveryWrite(t *testing.T) {
 // lifecycleAlone: a transaction lifecycle call whose sample carries nothing
 // but the transaction (commit_txn's sample carries every write a commit
 // can: TestAccessModesCoverEveryWrite refuses it).
-func lifecycleAlone(method string) bool { return txnLifecycle[method] && method != "commit_txn" }
+func lifecycleAlone(method string) bool {
+	return planner.TxnLifecycle(method) && method != "commit_txn"
+}
 
 // HiveServer2 with DbTxnManager opens, heart-beats and commits a
 // transaction around every SELECT, and aborts the one a refused write
@@ -225,10 +229,10 @@ func TestAccessModesLetTransactionLifecyclePass(t *testing.T) {
 			}
 		}
 	}
-	for n := range txnLifecycle {
-		m := thriftgen.LookupMethod(n)
-		if m == nil {
-			t.Fatalf("txnLifecycle names %s, which is no RPC of the schema", n)
+	for _, m := range thriftgen.AllMethods() {
+		n := m.Name
+		if !planner.TxnLifecycle(n) {
+			continue
 		}
 		if !ro.table.Lookup(n).IsWrite() {
 			t.Errorf("%s is no write: it needs no place in txnLifecycle", n)
@@ -254,9 +258,9 @@ func TestAccessModesLetTransactionLifecyclePass(t *testing.T) {
 	for _, c := range []struct {
 		field int16
 		name  string
-	}{{commitWriteEventInfos, "writeEventInfos"}, {commitReplLastIDInfo, "replLastIdInfo"}, {commitKeyValue, "keyValue"}} {
+	}{{planner.CommitWriteEventInfos, "writeEventInfos"}, {planner.CommitReplLastIDInfo, "replLastIdInfo"}, {planner.CommitKeyValue, "keyValue"}} {
 		refused(ro, roReached, "READ_ONLY", "commit_txn", commit("bd", c.field), "catalog1 is READ_ONLY", "commit_txn carrying "+c.name)
-		if c.field == commitKeyValue {
+		if c.field == planner.CommitKeyValue {
 			refused(wl, wlReached, "whitelist", "commit_txn", commit("bd_ok", c.field), "write-db-whitelist", "table with id 1")
 			continue
 		}
@@ -266,6 +270,14 @@ func TestAccessModesLetTransactionLifecyclePass(t *testing.T) {
 	// An empty list of write events writes nothing (CommitTxnFunction
 	// records them only when the list is not empty).
 	empty := commit("bd")
-	empty.Field(1).Set(commitWriteEventInfos, wire.List(wire.TStruct))
+	empty.Field(1).Set(planner.CommitWriteEventInfos, wire.List(wire.TStruct))
 	passes(ro, roReached, "READ_ONLY", "commit_txn", empty)
+}
+
+func nameSet(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
 }

@@ -6,67 +6,14 @@ import (
 	"strings"
 
 	"github.com/hms-proxy/hms-proxy/compat"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
-// ACID policy of the planner (issue 11). Transactions and their write ids are
-// the default catalog's: its metastore's TxnHandler issues every transaction id
-// a client holds (open_txns carries no namespace and goes there). Another
-// catalog's metastore never saw those transactions, so an ACID table there
-// could not be written consistently: the planner refuses what would create one
-// and the write-id calls that only ACID tables have. Namespace-bound ACID calls
-// that are not about write ids (compact, fire_listener_event, the notification
-// log) route by their payload like any object call.
-
-// writeIDMethods carry a transaction's write ids for one table: meaningful only
-// for an ACID table, which exists only in the default catalog.
-var writeIDMethods = map[string]bool{
-	"allocate_table_write_ids":         true,
-	"get_valid_write_ids":              true,
-	"get_max_allocated_table_write_id": true,
-	"seed_write_id":                    true,
-	"add_dynamic_partitions":           true,
-	"get_all_write_event_info":         true,
-	"repl_tbl_writeid_state":           true,
-}
-
-// pinnedMethods are the transaction and lock lifecycle calls that carry only
-// ids: they belong to the default catalog (the lock shim serves check_lock,
-// unlock and heartbeat of its own ids). Hive 4's commit_txn may also carry
-// write events of replication naming databases; one naming another catalog
-// is refused rather than sent where the transaction is unknown.
-var pinnedMethods = map[string]bool{
-	"open_txns": true, "commit_txn": true, "abort_txn": true, "abort_txns": true, "heartbeat": true,
-	"heartbeat_txn_range": true, "check_lock": true, "unlock": true,
-}
-
-// acidRefusal says why a call to catalog cat breaks the ACID policy by its
-// name alone (nil when it does not): a transaction or write-id call on a
-// catalog other than the default, a lock there when no lock shim is
-// configured. Transactional table definitions are acidTables' part.
-func (r *Router) acidRefusal(req *request, cat *Catalog) *Refusal {
-	if cat.Default {
-		return nil
-	}
-	name := req.plan.Spec.Name
-	def := r.ns.Default().Name
-	switch {
-	case pinnedMethods[name]:
-		return refusal(RefuseMeta, "non_default_acid",
-			"%s names a database of catalog %s; transactions and their locks belong to the default catalog %s, whose metastore issued their ids",
-			name, cat.Name, def)
-	case writeIDMethods[name]:
-		return refusal(RefuseMeta, "non_default_acid",
-			"%s refused on catalog %s: write ids exist only for ACID (transactional) tables, and those live only in the default catalog %s, whose metastore issues the transaction and write ids; catalog %s's metastore never saw the client's transactions",
-			name, cat.Name, def, cat.Name)
-	case name == "lock" && r.shim == nil:
-		return refusal(RefuseMeta, "no_lock_shim",
-			"lock refused on catalog %s: locks of non-default catalogs are served by the synthetic lock shim, which this router was built without", cat.Name)
-	}
-	return nil
-}
+// The ACID policy's table half (acidTables); the planner's half, by method
+// name, is router/planner's acid.go.
 
 // acidTables is the ACID policy's table half, a middleware inside the table
 // policies: a create_table* or alter_table* whose Table would be
@@ -85,7 +32,7 @@ func (r *Router) acidTables(next Handler) Handler {
 		}
 		args, err := wire.DecodeStruct(x.Args())
 		if err != nil {
-			return refusal(RefuseProtocol, "bad_arguments", "%s: cannot read arguments: %v", x.Method(), err)
+			return planner.NewRefusal(planner.RefuseProtocol, "bad_arguments", "%s: cannot read arguments: %v", x.Method(), err)
 		}
 		for _, path := range paths {
 			tbl := structAt(&args, path)
@@ -94,7 +41,7 @@ func (r *Router) acidTables(next Handler) Handler {
 			}
 			if why := transactionalTable(tbl); why != "" {
 				// The names are the backend's here: say the client's.
-				return refusal(RefuseMeta, "non_default_acid",
+				return planner.NewRefusal(planner.RefuseMeta, "non_default_acid",
 					"%s of table %s.%s refused on catalog %s: the table would be transactional (%s); ACID tables can exist only in the default catalog %s, whose metastore issues their transaction and write ids; create it there, or without transactional/transactional_properties",
 					x.Method(), r.ns.ExternalDB(x.Cat, tbl.Field(tableDBField).String()), tbl.Field(tableNameField).String(), x.Cat.Name, why, r.ns.Default().Name)
 			}
@@ -177,16 +124,4 @@ func tableFieldIDs() error {
 		}
 	}
 	return nil
-}
-
-// planSplitLock plans a lock naming several catalogs: the lock shim splits it
-// (locks.Split) and judges every part, so the plan names the default catalog
-// (whose part, if any, goes to its metastore) and leaves the access modes to
-// the shim.
-func (r *Router) planSplitLock(req *request) {
-	p := &req.plan
-	def := r.ns.Default()
-	p.Kind, p.Target, p.SplitLock = PlanSingle, def, true
-	p.Writes, p.DBs, p.Patches = false, p.dbArr[:0], p.patchArr[:0]
-	p.Mode, p.Adapter = r.adapters.Plan(r.runtimes[def], p.Spec.Name)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/hms-proxy/hms-proxy/compat"
+	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -18,10 +20,10 @@ func TestPlannerACIDCallsRouteByPayload(t *testing.T) {
 	r := testRouter(t)
 	// on routes to cat with backend database sales, or is refused by cat's
 	// runtime (a Hive 4 form on a Hive 3 catalog): routed there either way.
-	on := func(name string, p *Plan, cat *Catalog) {
+	on := func(name string, p *planner.Plan, cat *naming.Catalog) {
 		t.Helper()
-		if p.Kind == PlanRefuse && (p.Refusal.Reason == "unsupported" || p.Refusal.Reason == "hortonworks_only") {
-			if mode, _ := r.adapters.Plan(r.runtimes[cat], name); mode != compat.Unsupported && mode != compat.HortonworksOnly {
+		if p.Kind == planner.PlanRefuse && (p.Refusal.Reason == "unsupported" || p.Refusal.Reason == "hortonworks_only") {
+			if mode, _ := r.adapters.Plan(r.lane(cat).runtime, name); mode != compat.Unsupported && mode != compat.HortonworksOnly {
 				t.Errorf("%s refused by the runtime of %s, which serves it: %s", name, cat.Name, p)
 			}
 			if !strings.Contains(p.Refusal.Message, "catalog "+cat.Name) {
@@ -29,7 +31,7 @@ func TestPlannerACIDCallsRouteByPayload(t *testing.T) {
 			}
 			return
 		}
-		if p.Kind != PlanSingle || p.Target != cat || len(p.DBs) == 0 || p.DBs[0] != "sales" {
+		if p.Kind != planner.PlanSingle || p.Target != cat || len(p.DBs) == 0 || p.DBs[0] != "sales" {
 			t.Errorf("%s: want catalog %s with database sales, got %s", name, cat.Name, p)
 		}
 	}
@@ -47,7 +49,7 @@ func TestPlannerACIDCallsRouteByPayload(t *testing.T) {
 		on(name, planOf(t, r, name, sampleArgs(m, "sales")), r.ns.Default())
 		for _, c := range []string{"catalog2", "catalog3"} { // Hive 3.1.3 and Hive 4.1
 			p := planOf(t, r, name, sampleArgs(m, c+"__sales"))
-			if writeIDMethods[name] {
+			if writeIDs[name] {
 				expectRefusal(t, name, p, "non_default_acid", c, "default catalog catalog1", name)
 				continue
 			}
@@ -56,10 +58,10 @@ func TestPlannerACIDCallsRouteByPayload(t *testing.T) {
 	}
 	// The id-only lifecycle goes to the default catalog; Hive 4's commit_txn
 	// naming another catalog's database (replication write events) is refused.
-	for name := range pinnedMethods {
+	for name := range pinned {
 		m := thriftgen.LookupMethod(name)
 		p := planOf(t, r, name, sampleArgs(m, "sales"))
-		if p.Kind != PlanSingle || p.Target != r.ns.Default() || !p.DefaultRouted {
+		if p.Kind != planner.PlanSingle || p.Target != r.ns.Default() || !p.DefaultRouted {
 			t.Errorf("%s: want the default catalog, got %s", name, p)
 		}
 		if len(rawDBs(t, r, m)) > 0 {
@@ -95,13 +97,13 @@ func TestACIDPolicyRefusesTransactionalTablesOutsideTheDefaultCatalog(t *testing
 		}
 		req := &request{msg: m, conn: &ConnInfo{Remote: "127.0.0.1:5"}, status: "ok"}
 		r.plan(req)
-		if req.plan.Kind == PlanRefuse && req.plan.Refusal.Reason == "cross_catalog_rename" {
+		if req.plan.Kind == planner.PlanRefuse && req.plan.Refusal.Reason == "cross_catalog_rename" {
 			return errSkip // not this test's business
 		}
-		if req.plan.Kind != PlanSingle {
+		if req.plan.Kind != planner.PlanSingle {
 			t.Fatalf("%s: plan %s", name, &req.plan)
 		}
-		req.x = Exchange{req: req, Cat: req.plan.Target}
+		req.x = Exchange{req: req, Cat: req.plan.Target, lane: r.lane(req.plan.Target)}
 		return h(context.Background(), &req.x)
 	}
 	forms := 0
@@ -128,7 +130,7 @@ func TestACIDPolicyRefusesTransactionalTablesOutsideTheDefaultCatalog(t *testing
 			if err == errSkip {
 				continue
 			}
-			var ref *Refusal
+			var ref *planner.Refusal
 			if !errors.As(err, &ref) || ref.Reason != "non_default_acid" {
 				t.Errorf("%s: want a non_default_acid refusal, got %v", name, err)
 				continue

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/hms-proxy/hms-proxy/compat"
+	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -104,7 +106,8 @@ func remapMessage(raw []byte, mapBody func(method string, result bool, body []by
 	return append(append([]byte(nil), raw[:m.BodyOff]...), body...), nil
 }
 
-func (f *Frontend) dialect() *compat.Dialect {
+// clientDialect is the field-id dialect of a door's clients (nil: canonical).
+func clientDialect(f *planner.Frontend) *compat.Dialect {
 	if f == nil {
 		return nil
 	}
@@ -155,10 +158,10 @@ func (r *Router) serveDialect(ctx context.Context, req *request, d *compat.Diale
 // "dropped_default:<Struct.field>"; for a write, anything else it lacks
 // refuses the call (for a read it goes through as a hint). It returns the
 // body to send (body itself when nothing was dropped).
-func (r *Router) guardCall(req *request, cat *Catalog, body []byte, write bool) ([]byte, error) {
-	check := r.guards[cat].Trim
+func (r *Router) guardCall(req *request, cat *naming.Catalog, body []byte, write bool) ([]byte, error) {
+	check := r.lane(cat).guard.Trim
 	if write {
-		check = r.guards[cat].Check
+		check = r.lane(cat).guard.Check
 	}
 	v, err := check(req.plan.Spec.Name, body)
 	if err != nil || len(v.Patches) == 0 {
@@ -171,38 +174,6 @@ func (r *Router) guardCall(req *request, cat *Catalog, body []byte, write bool) 
 	}
 	req.fallback = true
 	return wire.Apply(nil, body, v.Patches), nil
-}
-
-// optionalReads answer empty on any backend failure: they only carry
-// optional workload-management and diagnostic data.
-var optionalReads = map[string]bool{"get_active_resource_plan": true, "get_all_resource_plans": true, "get_runtime_stats": true}
-
-// pollsForWork are writes that hand the caller the next piece of work and
-// record it (a compaction, a scheduled query's execution): from a backend
-// without the RPC, the empty answer ("nothing to do") is true, and Hive 4's
-// compactor and HiveServer2 poll them on a timer.
-var pollsForWork = map[string]bool{"find_next_compact": true, "find_next_compact2": true, "scheduled_query_poll": true}
-
-// EmptyOnAnyFailure reports whether any backend failure of the RPC is
-// answered with an empty result (optionalReads).
-func (s *Spec) EmptyOnAnyFailure() bool { return optionalReads[s.Name] }
-
-// EmptyOnUnknownMethod reports whether an UNKNOWN_METHOD from the backend
-// may be answered with an empty result: read-only service APIs
-// (notifications, privilege introspection, token/key listings,
-// txn/lock/compaction status) and the polls for work.
-func (s *Spec) EmptyOnUnknownMethod() bool {
-	if pollsForWork[s.Name] {
-		return true
-	}
-	if s.IsWrite() || s.Method.Result == nil {
-		return false
-	}
-	switch s.Family {
-	case ServiceGlobalRead, ACIDIDBoundLifecycle, AdminIntrospection:
-		return true
-	}
-	return false
 }
 
 // emptyReply builds the empty compatibility answer of a method: its success

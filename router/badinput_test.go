@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hms-proxy/hms-proxy/router/proxytest"
+	"github.com/hms-proxy/hms-proxy/e2e/proxytest"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 

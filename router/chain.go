@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -13,14 +16,8 @@ import (
 // exchange (return a *Refusal), change its arguments, add a filter for the
 // answer, or serve it itself. The same chain runs for a single-catalog call
 // and for every leg of a fan-out, so a rate limit, an access rule or a
-// breaker applies to each catalog a request touches.
-//
-// Order (outer to inner): Options.Outer (rate limits), the access mode, the
-// exposure rules, the table policies (tables.go: view SQL, transactional DDL
-// and Iceberg pointer guards, drop purge), the ACID policy for table
-// definitions (acid.go), Options.Inner (the lock shim,
-// breakers), then the executor, which sends the call to the exchange's
-// catalog.
+// breaker applies to each catalog a request touches. links lists the chain
+// in order; its comment is the one place that order is explained.
 
 // Handler serves one exchange. On success it has written the client's answer
 // (single-catalog calls) or the leg's results (fan-out legs); an error is a
@@ -34,9 +31,10 @@ type Middleware func(next Handler) Handler
 // request with its plan, and the catalog this exchange goes to (the plan's
 // target, or one fan-out leg's).
 type Exchange struct {
-	req *request
-	Cat *Catalog
-	Leg *Leg // nil for a single-catalog call
+	req  *request
+	Cat  *naming.Catalog
+	lane *Lane        // Cat's
+	Leg  *planner.Leg // nil for a single-catalog call
 
 	args      []byte // the arguments as they will be sent, once materialised
 	filters   []ReplyFilter
@@ -63,10 +61,10 @@ type ReplyFilter func(body []byte) ([]byte, error)
 func (x *Exchange) Method() string { return x.req.msg.Name }
 
 // Spec is the RPC's method-table row.
-func (x *Exchange) Spec() *Spec { return x.req.plan.Spec }
+func (x *Exchange) Spec() *methods.Spec { return x.req.plan.Spec }
 
 // Plan is the request's plan.
-func (x *Exchange) Plan() *Plan { return &x.req.plan }
+func (x *Exchange) Plan() *planner.Plan { return &x.req.plan }
 
 // Conn is the client connection.
 func (x *Exchange) Conn() *ConnInfo { return x.req.conn }
@@ -115,6 +113,47 @@ func (x *Exchange) OnReply(f ReplyFilter) {
 	x.filters = append(x.filters, f)
 }
 
+// links are the policy chain, outermost first. The order, and why:
+//
+//  1. Options.Outer: the rate limit. It decides once per client request, with
+//     every catalog the plan asks known, before any other work is spent.
+//  2. accessMode: a write the catalog's access mode forbids is refused
+//     before anything about it is looked at.
+//  3. exposure: a request naming an object the catalog's expose rules hide
+//     is answered "not found"; answers lose what the rules hide. Before
+//     any policy that reads or rewrites the objects, so none of them learns
+//     of a hidden one.
+//  4. Options.Authorize: the Ranger slot (a lane's authorizer): after
+//     exposure, which decides what exists at all, before the table policies
+//     change the request.
+//  5. the table policies (tables.go): view SQL rewrite, the transactional
+//     DDL and Iceberg pointer guards, the drop purge. They may rewrite the
+//     Table a create or alter carries.
+//  6. acidTables: a transactional table left after the DDL guard (which may
+//     have made it external) is refused outside the default catalog.
+//  7. lockShim (with a lock shim): locks, their lifecycle calls and the end
+//     of transactions on non-default catalogs are answered by the shim,
+//     after every policy above judged the request.
+//  8. Options.Inner: cache coherence across replicas (DatabaseWrites): only
+//     calls that pass every policy reach it.
+//  9. invalidateDatabases, innermost: only calls that reach the executor can
+//     have changed a database.
+//
+// Then the executor (exec.go), whose backend pool asks the lane's breaker
+// first (an open circuit fails the call before a session is borrowed) and
+// runs the call within its adaptive timeout.
+func (r *Router) links(opt Options, tables *tablePolicy) []Middleware {
+	mws := append([]Middleware{}, opt.Outer...)
+	mws = append(mws, r.accessMode, r.exposure)
+	mws = append(mws, opt.Authorize...)
+	mws = append(mws, tables.middleware, r.acidTables)
+	if r.shim != nil {
+		mws = append(mws, r.lockShim)
+	}
+	mws = append(mws, opt.Inner...)
+	return append(mws, r.invalidateDatabases)
+}
+
 // compose builds the chain around the executor.
 func compose(exec Handler, mws ...Middleware) Handler {
 	h := exec
@@ -128,13 +167,13 @@ func compose(exec Handler, mws ...Middleware) Handler {
 
 // accessMode refuses writes a catalog's access mode does not allow (a
 // SELECT's SHARED_READ lock is a read and passes, and so does the lifecycle
-// of its transaction: policy.go, txnLifecycle).
+// of its transaction: planner.TxnLifecycle).
 func (r *Router) accessMode(next Handler) Handler {
 	return func(ctx context.Context, x *Exchange) error {
 		p := x.Plan()
 		if x.Leg == nil && p.Writes && !p.TxnLifecycle {
-			if why := r.policies[x.Cat].callRefusal(x.Cat.Name, x.Method(), p.DBs, x.req.msg.Body()); why != "" {
-				return &Refusal{Kind: RefuseMeta, Reason: "access_mode", Message: why}
+			if why := x.lane.policy.callRefusal(x.Cat.Name, x.Method(), p.DBs, x.req.msg.Body()); why != "" {
+				return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "access_mode", Message: why}
 			}
 		}
 		return next(ctx, x)

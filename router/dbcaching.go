@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -19,14 +20,6 @@ import (
 
 // metadataCached are the methods the metadata cache serves.
 var metadataCached = map[string]bool{"get_database": true, "get_database_req": true}
-
-// databaseWrites are the calls after which a database's cache entries (and
-// its catalog's lists) are dropped.
-var databaseWrites = map[string]bool{
-	"create_database": true, "create_database_req": true,
-	"alter_database": true, "alter_database_req": true,
-	"drop_database": true, "drop_database_req": true,
-}
 
 // metadataKey is the cache key of a single-catalog get_database* call, ok
 // false when the metadata cache does not serve it.
@@ -68,7 +61,7 @@ func (r *Router) execCachedNative(ctx context.Context, x *Exchange, key dbcache.
 	call := append([]byte(nil), req...)
 	load := func(ctx context.Context) ([]byte, bool, error) {
 		ctx = withIdentity(ctx, m.Name, id)
-		b, err := r.backendFor(ctx, cat)
+		b, err := r.lane(cat).backendFor(ctx)
 		if err != nil {
 			return nil, false, &backendError{cat: cat, err: err}
 		}
@@ -82,7 +75,7 @@ func (r *Router) execCachedNative(ctx context.Context, x *Exchange, key dbcache.
 		val := make([]byte, 1+len(body))
 		val[0] = reply.Type
 		copy(val[1:], body)
-		return val, reply.Type == wire.Reply && exceptionField(body) == 0, nil
+		return val, reply.Type == wire.Reply && methods.ExceptionField(body) == 0, nil
 	}
 	return r.serveCached(ctx, x, key, load)
 }
@@ -117,7 +110,7 @@ func (r *Router) cachedReply(ctx context.Context, x *Exchange, key dbcache.Key, 
 // before it reached the backend changes nothing.
 func (r *Router) invalidateDatabases(next Handler) Handler {
 	return func(ctx context.Context, x *Exchange) error {
-		if x.Leg != nil || !databaseWrites[x.Method()] || r.res.cache == nil {
+		if x.Leg != nil || !x.Spec().DatabaseWrite || r.res.cache == nil {
 			return next(ctx, x)
 		}
 		err := next(ctx, x)

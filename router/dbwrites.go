@@ -5,14 +5,6 @@ import (
 	"errors"
 )
 
-// databaseWriteMethods are the calls after which other replicas must drop
-// what they cached about a catalog's databases (router/cachesync).
-var databaseWriteMethods = map[string]bool{
-	"create_database": true, "create_database_req": true,
-	"alter_database": true, "alter_database_req": true,
-	"drop_database": true, "drop_database_req": true,
-}
-
 // DatabaseWrites calls done(catalog) after a database write of a single
 // catalog reached its backend, whatever the answer (a write that timed out
 // may still have happened), before the client is answered; a call refused
@@ -22,7 +14,7 @@ var databaseWriteMethods = map[string]bool{
 func DatabaseWrites(done func(ctx context.Context, catalog string)) Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, x *Exchange) error {
-			if x.Leg != nil || !databaseWriteMethods[x.Method()] {
+			if x.Leg != nil || !x.Spec().DatabaseWrite {
 				return next(ctx, x)
 			}
 			err := next(ctx, x)

@@ -7,6 +7,9 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
+	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -14,7 +17,7 @@ import (
 // budget, a reply that does not belong to its request): the client gets a
 // MetaException naming the catalog.
 type backendError struct {
-	cat *Catalog
+	cat *naming.Catalog
 	err error
 }
 
@@ -49,16 +52,16 @@ func (r *Router) execNative(ctx context.Context, x *Exchange) error {
 	*reqp = buf
 	// compat guard: implied fields dropped (counted); for writes the rest refused
 	if body, err := r.guardCall(req, cat, buf[bodyAt:], p.Writes); err != nil {
-		return &Refusal{Kind: RefuseMeta, Reason: "lossless", Message: fmt.Sprintf("%s on catalog %s refused: %v", m.Name, cat.Name, err)}
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "lossless", Message: fmt.Sprintf("%s on catalog %s refused: %v", m.Name, cat.Name, err)}
 	} else if len(body) != len(buf)-bodyAt { // drops only shorten the body
 		buf = append(buf[:bodyAt], body...)
 		*reqp = buf
 	}
-	dialect := r.dialects[cat]
+	dialect := r.lane(cat).dialect
 	if dialect.Touches(spec.Name, false) {
 		var err error
 		if buf, err = remapMessage(buf, dialect.ToWire, false); err != nil {
-			return &Refusal{Kind: RefuseMeta, Reason: "dialect", Message: err.Error()}
+			return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "dialect", Message: err.Error()}
 		}
 	}
 	if key, ok := r.metadataKey(x, buf[bodyAt:], false); ok && !dialect.Touches(spec.Name, true) && !dialect.Touches(spec.Name, false) {
@@ -72,11 +75,11 @@ func (r *Router) execNative(ctx context.Context, x *Exchange) error {
 	// changes it makes replyOutward walk the new body again.
 	var rw *ReplyWalk
 	if spec.Result != nil && !dialect.Touches(spec.Name, true) {
-		req.out2 = outward{ns: r.ns, cat: cat, patches: p.patchArr[:0]}
+		req.out2 = outward{ns: r.ns, cat: cat, patches: p.PatchScratch()}
 		req.rw = ReplyWalk{Plan: spec.Result, V: &req.out2}
 		rw = &req.rw
 	}
-	b, err := r.backendFor(ctx, cat)
+	b, err := r.lane(cat).backendFor(ctx)
 	if err != nil {
 		return &backendError{cat: cat, err: err}
 	}
@@ -124,7 +127,7 @@ func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
 		defer r.bufs.Put(bufp)
 		res, err = r.cachedReply(ctx, x, key, (*bufp)[:0], func(ctx context.Context) ([]byte, bool, error) {
 			out, err := r.runAdapter(withIdentity(ctx, m.Name, id), cat, ad, own, 0, false, []byte{wire.Reply})
-			return out, err == nil && exceptionField(out[1:]) == 0, err
+			return out, err == nil && methods.ExceptionField(out[1:]) == 0, err
 		})
 		*bufp = res[:0]
 		if err == nil {
@@ -139,7 +142,7 @@ func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
 		var app *compat.AppError
 		switch {
 		case errors.As(err, &refused):
-			return &Refusal{Kind: RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s (%s): %s", m.Name, cat.Name, r.runtimes[cat].Name, refused.Reason)}
+			return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s (%s): %s", m.Name, cat.Name, r.lane(cat).runtime.Name, refused.Reason)}
 		case errors.As(err, &app):
 			req.status = "error"
 			if r.metrics != nil {
@@ -147,7 +150,7 @@ func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
 			}
 			req.out = append(req.out, wire.AppException(m.Name, m.SeqID, app.Type, r.errText(x, app.Message))...)
 			return nil
-		case errors.As(err, new(*Refusal)), errors.As(err, new(*backendError)):
+		case errors.As(err, new(*planner.Refusal)), errors.As(err, new(*backendError)):
 			return err
 		}
 		return &backendError{cat: cat, err: err}
@@ -158,17 +161,17 @@ func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
 
 // runAdapter runs the adapter of a call with internalized arguments on cat
 // (the pool of ctx's caller) and appends the encoded client result to dst.
-func (r *Router) runAdapter(ctx context.Context, cat *Catalog, ad *compat.Adapter, args []byte, id uint64, strict bool, dst []byte) ([]byte, error) {
+func (r *Router) runAdapter(ctx context.Context, cat *naming.Catalog, ad *compat.Adapter, args []byte, id uint64, strict bool, dst []byte) ([]byte, error) {
 	v, err := wire.DecodeStruct(args)
 	if err != nil {
-		return nil, &Refusal{Kind: RefuseProtocol, Reason: "bad_arguments", Message: ad.Method + ": cannot read arguments: " + err.Error()}
+		return nil, &planner.Refusal{Kind: planner.RefuseProtocol, Reason: "bad_arguments", Message: ad.Method + ": cannot read arguments: " + err.Error()}
 	}
-	b, err := r.backendFor(ctx, cat)
+	b, err := r.lane(cat).backendFor(ctx)
 	if err != nil {
 		return nil, &backendError{cat: cat, err: err}
 	}
-	bc := &backendCaller{ctx: ctx, b: b, rt: r.runtimes[cat], dialect: r.dialects[cat], trace: r.trace,
-		id: id, guard: r.guards[cat], strict: strict}
+	bc := &backendCaller{ctx: ctx, b: b, rt: r.lane(cat).runtime, dialect: r.lane(cat).dialect, trace: r.trace,
+		id: id, guard: r.lane(cat).guard, strict: strict}
 	res, err := ad.Run(bc, &v)
 	if r.metrics != nil {
 		r.metrics.BackendFallback(ad.Method, ad.Method, ad.ToAPI())
@@ -213,7 +216,7 @@ func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) er
 	for _, f := range x.filters {
 		nb, err := f(body)
 		if err != nil {
-			var ref *Refusal
+			var ref *planner.Refusal
 			if errors.As(err, &ref) {
 				return ref // the answer is about an object the client may not see
 			}
@@ -224,12 +227,12 @@ func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) er
 		}
 		body = nb
 	}
-	if exc := exceptionField(body); exc != 0 {
+	if exc := methods.ExceptionField(body); exc != 0 {
 		// A declared exception: an error for metrics and audit, whatever
 		// the RPC's result carries.
 		req.status = "error"
 		if r.metrics != nil {
-			r.metrics.BackendFailure(cat.Name, spec.exceptionName(exc))
+			r.metrics.BackendFailure(cat.Name, spec.ExceptionName(exc))
 		}
 	}
 	mark := len(req.out)
@@ -244,7 +247,7 @@ func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) er
 	case pre != nil:
 		patches = pre.patches // collected while the reply was read
 	case spec.Result != nil:
-		patches, err = r.outwardPatches(spec.Result, cat, body, req.plan.patchArr[:0])
+		patches, err = r.outwardPatches(spec.Result, cat, body, req.plan.PatchScratch())
 	}
 	if err == nil && !cat.Default && req.status == "error" {
 		patches, err = r.errTextPatches(x, body, patches)
@@ -259,21 +262,9 @@ func (r *Router) replyOutward(x *Exchange, reply *wire.Message, pre *outward) er
 	return nil
 }
 
-// exceptionField returns the field id of the declared exception a result
-// struct carries, 0 for a success: a Thrift result holds exactly one field,
-// the success value (id 0) or one exception, so the first field decides.
-func exceptionField(body []byte) int16 {
-	b := wire.Buf{B: body}
-	t, id, err := b.FieldHeader()
-	if err != nil || t == wire.TStop || t != wire.TStruct {
-		return 0
-	}
-	return id
-}
-
 // answer writes the client's answer for an error of the chain.
 func (r *Router) answer(req *request, err error) {
-	var ref *Refusal
+	var ref *planner.Refusal
 	var be *backendError
 	switch {
 	case errors.As(err, &ref):
@@ -282,14 +273,14 @@ func (r *Router) answer(req *request, err error) {
 		r.backendFailed(req, be.cat, be.err)
 	default:
 		req.status = "error"
-		r.refuse(req, &Refusal{Kind: RefuseMeta, Reason: "internal", Message: fmt.Sprintf("hms-proxy: %s failed: %v", req.msg.Name, err)})
+		r.refuse(req, &planner.Refusal{Kind: planner.RefuseMeta, Reason: "internal", Message: fmt.Sprintf("hms-proxy: %s failed: %v", req.msg.Name, err)})
 	}
 }
 
 // refuse answers with the exception of the refusal's kind; a kind the method
 // does not declare falls back to its MetaException, and to a
 // TApplicationException when it declares none.
-func (r *Router) refuse(req *request, ref *Refusal) {
+func (r *Router) refuse(req *request, ref *planner.Refusal) {
 	req.status, req.reason = "error", ref.Reason
 	if ref.Status != "" {
 		req.status = ref.Status
@@ -305,12 +296,12 @@ func (r *Router) refuse(req *request, ref *Refusal) {
 	}
 	field := spec.MetaExcField
 	switch ref.Kind {
-	case RefuseUnknownMethod, RefuseProtocol, RefuseMessageType:
+	case planner.RefuseUnknownMethod, planner.RefuseProtocol, planner.RefuseMessageType:
 		req.out = append(req.out, wire.AppException(m.Name, m.SeqID, appType(ref.Kind), ref.Message)...)
 		return
-	case RefuseNoSuchObject:
-		field = spec.notFoundField(ref.Table)
-	case RefuseInvalidOperation:
+	case planner.RefuseNoSuchObject:
+		field = spec.NotFoundField(ref.Table)
+	case planner.RefuseInvalidOperation:
 		if spec.InvalidOperationField >= 0 {
 			field = spec.InvalidOperationField
 		}
@@ -318,13 +309,13 @@ func (r *Router) refuse(req *request, ref *Refusal) {
 	r.declaredException(req, field, ref.Message)
 }
 
-func appType(k RefusalKind) int32 {
+func appType(k planner.RefusalKind) int32 {
 	switch k {
-	case RefuseUnknownMethod:
+	case planner.RefuseUnknownMethod:
 		return wire.AppUnknownMethod
-	case RefuseProtocol:
+	case planner.RefuseProtocol:
 		return wire.AppProtocolError
-	case RefuseMessageType:
+	case planner.RefuseMessageType:
 		return wire.AppInvalidMessageType
 	}
 	return wire.AppInternalError
@@ -340,7 +331,7 @@ func (r *Router) declaredException(req *request, field int16, why string) {
 	req.out = wire.AppendMessage(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
 }
 
-func (r *Router) backendFailed(req *request, cat *Catalog, err error) {
+func (r *Router) backendFailed(req *request, cat *naming.Catalog, err error) {
 	req.status = "error"
 	exc := backendExceptionLabel(err)
 	if r.metrics != nil {

@@ -6,6 +6,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -71,16 +74,16 @@ type nameCollector struct{ spans []nameSpan }
 // Visit records one name.
 func (c *nameCollector) Visit(s *wire.Span) error {
 	switch s.Role {
-	case RoleDB, RoleTable, RoleFullTable:
+	case methods.RoleDB, methods.RoleTable, methods.RoleFullTable:
 		c.spans = append(c.spans, nameSpan{role: s.Role, owner: s.Owner, st: s.Path.Name, field: s.FieldID,
-			elem: s.Elem, val: view(s.Val)})
+			elem: s.Elem, val: wire.View(s.Val)})
 	}
 	return nil
 }
 
 // object is a database (table "") or a table of a catalog, in backend names.
 type object struct {
-	cat       *Catalog
+	cat       *naming.Catalog
 	db, table string
 	// def: the object a definition creates or renames to (the Table of
 	// create_table or alter_table, the Database of create_database).
@@ -89,12 +92,12 @@ type object struct {
 
 // definitions are the structs that define the object they name: a hidden
 // name there is a creation (or rename) of a hidden object.
-var definitions = map[string]wire.Role{"Table": RoleTable, "Database": RoleDB, "CreateDatabaseRequest": RoleDB}
+var definitions = map[string]wire.Role{"Table": methods.RoleTable, "Database": methods.RoleDB, "CreateDatabaseRequest": methods.RoleDB}
 
 // hiddenOf says what of o a catalog's rules hide: "database", "table" or "".
 func (r *Router) hiddenOf(o object) string {
-	e := r.policies[o.cat].exposure
-	if !e.active() || o.db == "" || strings.EqualFold(o.db, dummyDatabase) {
+	e := r.lane(o.cat).policy.exposure
+	if !e.active() || o.db == "" || strings.EqualFold(o.db, naming.DummyDatabase) {
 		return ""
 	}
 	if !e.DBVisible(o.db) {
@@ -115,12 +118,12 @@ func groupByOwner(spans []nameSpan) {
 // partnerDB finds, among the names of one struct value, the database a table
 // name pairs with; ok is false when the struct holds none.
 func (r *Router) partnerDB(group []nameSpan, t *nameSpan) (string, bool) {
-	id, ok := r.table.partners[partnerKey{t.st, t.field}]
+	id, ok := r.table.Partner(t.st, t.field)
 	if !ok {
 		return "", false
 	}
 	for i := range group {
-		if g := &group[i]; g.role == RoleDB && !g.elem && g.field == id {
+		if g := &group[i]; g.role == methods.RoleDB && !g.elem && g.field == id {
 			return g.val, g.val != ""
 		}
 	}
@@ -135,7 +138,7 @@ func (r *Router) exposure(next Handler) Handler {
 			return next(ctx, x)
 		}
 		p := x.Plan()
-		if !p.SplitLock && !r.policies[x.Cat].exposure.active() {
+		if !p.SplitLock && !x.lane.policy.exposure.active() {
 			return next(ctx, x)
 		}
 		if ref := r.requestHidden(x); ref != nil {
@@ -143,7 +146,7 @@ func (r *Router) exposure(next Handler) Handler {
 		}
 		spec := x.Spec()
 		if unattributedLists[spec.Name] && len(p.DBs) == 0 {
-			return &Refusal{Kind: RefuseMeta, Reason: "exposure", Catalog: x.Cat.Name, Message: fmt.Sprintf(
+			return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "exposure", Catalog: x.Cat.Name, Message: fmt.Sprintf(
 				"%s without a database would list names of every database of catalog %s, whose exposure rules (catalog.%s.expose-*) hide some: name the database",
 				spec.Name, x.Cat.Name, x.Cat.Name)}
 		}
@@ -156,7 +159,7 @@ func (r *Router) exposure(next Handler) Handler {
 
 // requestHidden refuses a request naming a hidden object (nil: it names
 // none).
-func (r *Router) requestHidden(x *Exchange) *Refusal {
+func (r *Router) requestHidden(x *Exchange) *planner.Refusal {
 	spec, p := x.Spec(), x.Plan()
 	if spec.Objects == nil {
 		return nil
@@ -173,9 +176,9 @@ func (r *Router) requestHidden(x *Exchange) *Refusal {
 	// resolve: the catalog and backend name of a database name as the
 	// client spelled it. A split lock's names resolve each to its catalog;
 	// any other request's to the catalog it was planned for.
-	resolve := func(name string) (*Catalog, string) {
-		ref := parseDBRef(name)
-		c, db, _ := r.ns.SplitDB(ref.name)
+	resolve := func(name string) (*naming.Catalog, string) {
+		ref := naming.ParseRef(name)
+		c, db, _ := r.ns.SplitDB(ref.Name)
 		if !p.SplitLock {
 			c = x.Cat
 		}
@@ -194,13 +197,13 @@ func (r *Router) requestHidden(x *Exchange) *Refusal {
 			s := &group[i]
 			var o object
 			switch s.role {
-			case RoleDB:
+			case methods.RoleDB:
 				if s.val == "" {
 					continue
 				}
 				o.cat, o.db = resolve(s.val)
-				o.def = write && definitions[s.st] == RoleDB
-			case RoleFullTable:
+				o.def = write && definitions[s.st] == methods.RoleDB
+			case methods.RoleFullTable:
 				cat, internal, explicit := r.ns.SplitFullTable(s.val)
 				if !explicit || !p.SplitLock {
 					cat = x.Cat
@@ -219,7 +222,7 @@ func (r *Router) requestHidden(x *Exchange) *Refusal {
 		}
 		for i := range group {
 			s := &group[i]
-			if s.role != RoleTable || s.val == "" {
+			if s.role != methods.RoleTable || s.val == "" {
 				continue
 			}
 			var o object
@@ -231,7 +234,7 @@ func (r *Router) requestHidden(x *Exchange) *Refusal {
 				continue
 			}
 			o.table = s.val
-			o.def = write && definitions[s.st] == RoleTable
+			o.def = write && definitions[s.st] == methods.RoleTable
 			if what := r.hiddenOf(o); what != "" {
 				return r.hiddenRefusal(x, o, what)
 			}
@@ -242,7 +245,7 @@ func (r *Router) requestHidden(x *Exchange) *Refusal {
 
 // hiddenRefusal is the answer to a request naming hidden object o (what is
 // "database" or "table": the part of o that is hidden), counted.
-func (r *Router) hiddenRefusal(x *Exchange, o object, what string) *Refusal {
+func (r *Router) hiddenRefusal(x *Exchange, o object, what string) *planner.Refusal {
 	if r.metrics != nil {
 		r.metrics.FilteredObjects(x.Method(), o.cat.Name, what, 1)
 	}
@@ -253,11 +256,11 @@ func (r *Router) hiddenRefusal(x *Exchange, o object, what string) *Refusal {
 	if o.def && (what == "table") == (o.table != "") {
 		// A definition of the hidden object itself (not of one inside a
 		// hidden database): a policy refusal, as the access modes answer.
-		return &Refusal{Kind: RefuseMeta, Reason: "exposure", Catalog: o.cat.Name, Message: fmt.Sprintf(
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "exposure", Catalog: o.cat.Name, Message: fmt.Sprintf(
 			"%s %s is hidden by the exposure rules of catalog %s (catalog.%s.expose-*): hms-proxy does not create or rename objects it would hide",
 			what, name, o.cat.Name, o.cat.Name)}
 	}
-	return &Refusal{Kind: RefuseNoSuchObject, Reason: "exposure", Message: what + " " + name + " not found",
+	return &planner.Refusal{Kind: planner.RefuseNoSuchObject, Reason: "exposure", Message: what + " " + name + " not found",
 		Catalog: o.cat.Name, Table: what == "table"}
 }
 
@@ -265,7 +268,7 @@ func (r *Router) hiddenRefusal(x *Exchange, o object, what string) *Refusal {
 // (backend names), or answers not-found when the answer itself is about a
 // hidden object.
 func (r *Router) filterAnswer(x *Exchange, body []byte) ([]byte, error) {
-	if exceptionField(body) != 0 {
+	if methods.ExceptionField(body) != 0 {
 		return body, nil
 	}
 	spec, p := x.Spec(), x.Plan()
@@ -273,7 +276,7 @@ func (r *Router) filterAnswer(x *Exchange, body []byte) ([]byte, error) {
 	if len(p.DBs) > 0 {
 		db = p.DBs[0]
 	}
-	exp := r.policies[x.Cat].exposure
+	exp := x.lane.policy.exposure
 	if tableNameLists[spec.Name] {
 		filtered, n, err := exp.filterNames(body, db)
 		if err != nil {
@@ -313,7 +316,7 @@ func (r *Router) filterAnswer(x *Exchange, body []byte) ([]byte, error) {
 // namesHidden reports whether any struct value of an answer is about a
 // hidden object (its own database, table or "db.table" fields; the
 // elements of a list of names are references, not subjects).
-func (r *Router) namesHidden(cat *Catalog, spans []nameSpan, fallback string) bool {
+func (r *Router) namesHidden(cat *naming.Catalog, spans []nameSpan, fallback string) bool {
 	groupByOwner(spans)
 	for start := 0; start < len(spans); {
 		end := start + 1
@@ -329,14 +332,14 @@ func (r *Router) namesHidden(cat *Catalog, spans []nameSpan, fallback string) bo
 			}
 			o := object{cat: cat}
 			switch s.role {
-			case RoleDB:
+			case methods.RoleDB:
 				o.db = s.val
-			case RoleFullTable:
+			case methods.RoleFullTable:
 				var ok bool
 				if o.db, o.table, ok = strings.Cut(s.val, "."); !ok {
 					continue
 				}
-			case RoleTable:
+			case methods.RoleTable:
 				db, ok := r.partnerDB(group, s)
 				if !ok {
 					db = fallback
@@ -356,7 +359,7 @@ func (r *Router) namesHidden(cat *Catalog, spans []nameSpan, fallback string) bo
 // without one).
 type answerFilter struct {
 	r       *Router
-	cat     *Catalog
+	cat     *naming.Catalog
 	db      string
 	removed map[string]int // by object type
 }
@@ -371,17 +374,17 @@ func (f *answerFilter) subject(v *wire.Value, st *thriftgen.Struct) (string, obj
 			continue
 		}
 		o := object{cat: f.cat}
-		switch roleOfObjects(st.Name, sf) {
-		case RoleDB:
+		switch methods.RoleOfObject(st.Name, sf) {
+		case methods.RoleDB:
 			o.db = string(fl.V.Str)
-		case RoleFullTable:
+		case methods.RoleFullTable:
 			var ok bool
 			if o.db, o.table, ok = strings.Cut(string(fl.V.Str), "."); !ok {
 				continue
 			}
-		case RoleTable:
+		case methods.RoleTable:
 			o.db, o.table = f.db, string(fl.V.Str)
-			if id, ok := f.r.table.partners[partnerKey{st.Name, sf.ID}]; ok {
+			if id, ok := f.r.table.Partner(st.Name, sf.ID); ok {
 				if d := v.Field(id); d != nil && d.Type == wire.TString {
 					o.db = string(d.Str)
 				}

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -47,14 +49,14 @@ func exposureRouter(t *testing.T, extra ...string) (r *Router, reached, dialed *
 // and dialed the backend connections something tried to open.
 func recordingRouter(t *testing.T, props ...string) (r *Router, reached, dialed *atomic.Int64) {
 	reached, dialed = new(atomic.Int64), new(atomic.Int64)
-	opt := Options{
+	opt := testOptions{Options: Options{
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Inner: []Middleware{func(Handler) Handler {
 			return func(context.Context, *Exchange) error {
 				reached.Add(1)
-				return &Refusal{Kind: RefuseMeta, Reason: "test", Message: "reached the executor"}
+				return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "test", Message: "reached the executor"}
 			}
-		}},
+		}}},
 		Dial: func(context.Context, string, string) (net.Conn, error) {
 			dialed.Add(1)
 			return nil, errors.New("no metastore in this test")
@@ -71,14 +73,14 @@ func sampleNamed(t *thriftgen.Type, owner string, f *thriftgen.Field, db, tbl st
 	switch t.Kind {
 	case thriftgen.KindString, thriftgen.KindBinary:
 		if f != nil && t.Kind == thriftgen.KindString {
-			switch roleOfObjects(owner, f) {
-			case RoleDB, RoleDBPattern:
+			switch methods.RoleOfObject(owner, f) {
+			case methods.RoleDB, methods.RoleDBPattern:
 				return wire.Str(db), true
-			case RoleFullTable:
+			case methods.RoleFullTable:
 				return wire.Str(db + "." + tbl), true
-			case RoleTable:
+			case methods.RoleTable:
 				return wire.Str(tbl), true
-			case RoleCatalog:
+			case methods.RoleCatalog:
 				return wire.Value{}, false
 			}
 		}
@@ -180,7 +182,7 @@ func namesObjects(t *testing.T, r *Router, m *thriftgen.Method) bool {
 		t.Fatal(err)
 	}
 	for _, s := range c.spans {
-		if s.role == RoleDB || s.role == RoleFullTable {
+		if s.role == methods.RoleDB || s.role == methods.RoleFullTable {
 			return true
 		}
 	}
@@ -198,7 +200,7 @@ func TestExposureRefusesEveryRPCNamingAHiddenObject(t *testing.T) {
 	covered := 0
 	for _, m := range thriftgen.AllMethods() {
 		spec := r.table.Lookup(m.Name)
-		if spec.Special != None || !namesObjects(t, r, m) {
+		if spec.Special != methods.None || !namesObjects(t, r, m) {
 			continue
 		}
 		covered++
@@ -227,7 +229,7 @@ func TestExposureRefusesEveryRPCNamingAHiddenObject(t *testing.T) {
 				if want := prefix + kind.name; !strings.Contains(msg, want) {
 					t.Errorf("%s: refusal %q does not name %s as the client does", m.Name, msg, want)
 				}
-				want := spec.notFoundField(kind.what == "table")
+				want := spec.NotFoundField(kind.what == "table")
 				if strings.Contains(msg, "hidden by the exposure rules") {
 					want = spec.MetaExcField // a definition of the hidden object: a policy refusal
 				}
@@ -266,10 +268,10 @@ func namesTable(t *testing.T, r *Router, m *thriftgen.Method) bool {
 	}
 	groupByOwner(c.spans)
 	for _, s := range c.spans {
-		if s.role == RoleFullTable {
+		if s.role == methods.RoleFullTable {
 			return true
 		}
-		if s.role == RoleTable {
+		if s.role == methods.RoleTable {
 			return true // paired with its struct's database, or with the request's
 		}
 	}
@@ -281,17 +283,17 @@ func namesTable(t *testing.T, r *Router, m *thriftgen.Method) bool {
 // few structs with table names and no database field are answers whose
 // database is the request's.
 func TestEveryTableFieldHasItsDatabase(t *testing.T) {
-	table, err := BuildTable()
+	table, err := methods.BuildTable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var alone []string
 	for _, st := range thriftgen.AllStructs() {
 		for _, f := range st.Fields {
-			if roleOfObjects(st.Name, f) != RoleTable {
+			if methods.RoleOfObject(st.Name, f) != methods.RoleTable {
 				continue
 			}
-			if _, ok := table.partners[partnerKey{st.Name, f.ID}]; !ok {
+			if _, ok := table.Partner(st.Name, f.ID); !ok {
 				alone = append(alone, st.Name+"."+f.Name)
 			}
 		}
@@ -317,7 +319,7 @@ func TestEveryTableNameFieldIsJudged(t *testing.T) {
 			if f.Type.Kind != thriftgen.KindString || !(strings.Contains(n, "tbl") || strings.Contains(n, "table")) {
 				continue
 			}
-			if roleOfObjects(st.Name, f) == wire.RoleNone && !notTables[st.Name+"."+f.Name] {
+			if methods.RoleOfObject(st.Name, f) == wire.RoleNone && !notTables[st.Name+"."+f.Name] {
 				t.Errorf("%s.%s looks like a table name but no exposure walk reads it", st.Name, f.Name)
 			}
 		}
@@ -333,7 +335,7 @@ func TestExposureFiltersEveryAnswerNamingObjects(t *testing.T) {
 	filtered := 0
 	for _, m := range thriftgen.AllMethods() {
 		spec := r.table.Lookup(m.Name)
-		if m.Result == nil || spec.Special != None || spec.ResultObjects == nil && !tableNameLists[m.Name] {
+		if m.Result == nil || spec.Special != methods.None || spec.ResultObjects == nil && !tableNameLists[m.Name] {
 			continue
 		}
 		x := sampleExchange(t, r, m, "catalog2__bd_pub")
@@ -350,7 +352,7 @@ func TestExposureFiltersEveryAnswerNamingObjects(t *testing.T) {
 			hidden := sampleResult(m, names[0], names[1])
 			hb := hidden.Encode()
 			got, err := r.filterAnswer(x, hb)
-			var ref *Refusal
+			var ref *planner.Refusal
 			switch {
 			case errors.As(err, &ref):
 				if ref.Reason != "exposure" || !strings.Contains(ref.Message, "bd_secret") && !strings.Contains(ref.Message, "hid_x") {
@@ -417,10 +419,10 @@ func sampleExchange(t *testing.T, r *Router, m *thriftgen.Method, db string) *Ex
 	}
 	req := &request{msg: msg, conn: &ConnInfo{}, status: "ok"}
 	r.plan(req)
-	if req.plan.Kind != PlanSingle {
+	if req.plan.Kind != planner.PlanSingle {
 		return nil
 	}
-	req.x = Exchange{req: req, Cat: req.plan.Target}
+	req.x = Exchange{req: req, Cat: req.plan.Target, lane: r.lane(req.plan.Target)}
 	return &req.x
 }
 

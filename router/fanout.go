@@ -2,17 +2,17 @@ package router
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
+	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -38,144 +38,6 @@ import (
 // allDatabases is the list cache's name of get_all_databases.
 var allDatabases = dbcache.ListName("get_all_databases", "")
 
-// fanOut runs the legs of a fan-out plan and merges their answers in
-// catalog order.
-func (r *Router) fanOut(ctx context.Context, req *request) {
-	p, m := &req.plan, req.msg
-	req.routed = true
-	if len(p.Legs) == 1 {
-		req.catalog = p.Legs[0].Cat.Name
-	} else {
-		req.fanout = true
-	}
-	var by time.Time // the fan-out's bound, passed down as a value
-	if t := r.res.opt.FanoutTimeout; t > 0 {
-		by = time.Now().Add(t)
-	}
-	safe := r.res.opt.SafeFanoutReads
-	var xs []Exchange
-	if len(p.Legs) == 1 {
-		xs = unsafe.Slice(&req.x, 1) // the single-catalog exchange is free
-	} else {
-		xs = make([]Exchange, len(p.Legs))
-	}
-	req.asked = req.askedArr[:0]
-	for i := range p.Legs {
-		x := &xs[i]
-		*x = Exchange{req: req, Cat: p.Legs[i].Cat, Leg: &p.Legs[i], by: by}
-		if safe {
-			// A degraded catalog whose list the cache holds fresh is served
-			// from the cache, not left out.
-			if why := r.degradedNow(x.Cat); why != "" && !r.legCached(x) {
-				x.omitted = why
-				continue
-			}
-		}
-		req.asked = append(req.asked, x.Cat.Name)
-	}
-	defer func() {
-		for i := range xs {
-			xs[i].releaseLeg(r)
-		}
-	}()
-	var fail error
-	if len(req.asked) > 0 {
-		fail = r.runLegs(ctx, xs, safe)
-	}
-	if fail != nil {
-		r.fanOutFailed(req, fail)
-		return
-	}
-	var total int
-	var omitted []string
-	for i := range xs {
-		x := &xs[i]
-		if x.omitted == "" && x.legErr != nil {
-			x.omitted = omissionReason(x.legErr) // safe: runLegs reported every other failure
-		}
-		if x.omitted != "" {
-			r.recordOmission(m.Name, x.Cat, x.omitted, x.legErr)
-			req.omitted = append(req.omitted, x.Cat.Name)
-			omitted = append(omitted, x.Cat.Name+" ("+x.omitted+")")
-			continue
-		}
-		total += x.legN
-	}
-	if len(omitted) == len(xs) {
-		r.refuse(req, &Refusal{Kind: RefuseMeta, Reason: "fanout_degraded", Message: fmt.Sprintf(
-			"%s: every catalog it asks is degraded and was left out (routing.degraded-routing-policy=SAFE_FANOUT_READS): %s",
-			m.Name, strings.Join(omitted, ", "))})
-		return
-	}
-	elem := byte(wire.TString)
-	if p.Merge == MergeTableMeta {
-		elem = wire.TStruct
-	}
-	out := wire.AppendHeader(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID})
-	out = wire.AppendFieldHeader(out, wire.TList, 0)
-	out = append(out, elem)
-	out = binary.BigEndian.AppendUint32(out, uint32(total))
-	for i := range xs {
-		if xs[i].omitted == "" {
-			out = append(out, xs[i].legOut...)
-		}
-	}
-	req.out = append(out, wire.TStop)
-}
-
-// runLegs runs the legs that were not left out, in parallel (the last one
-// on the calling goroutine), and returns the failure that fails the call:
-// the first leg error in STRICT mode, the first one that is not an omission
-// under SAFE_FANOUT_READS. That failure cancels the other legs.
-func (r *Router) runLegs(ctx context.Context, xs []Exchange, safe bool) error {
-	req := xs[0].req
-	if h := r.res.opt.Hedge; h.Enabled {
-		n := h.MaxParallelism
-		if n <= 0 {
-			n = len(xs)
-		}
-		req.fanSem = make(chan struct{}, n)
-	}
-	if len(req.asked) == 1 || r.allCached(xs) { // nothing to overlap or cancel
-		for i := range xs {
-			if xs[i].omitted == "" {
-				if err := r.runLeg(ctx, &xs[i]); err != nil && (!safe || omissionReason(err) == "") {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		once  sync.Once
-		first error
-	)
-	run := func(x *Exchange) {
-		if err := r.runLeg(ctx, x); err != nil && (!safe || omissionReason(err) == "") {
-			once.Do(func() { first = err; cancel() })
-		}
-	}
-	last := -1
-	for i := range xs {
-		if xs[i].omitted == "" {
-			last = i
-		}
-	}
-	var wg sync.WaitGroup
-	for i := range xs {
-		if xs[i].omitted != "" || i == last {
-			continue
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); run(&xs[i]) }()
-	}
-	run(&xs[last])
-	wg.Wait()
-	return first
-}
-
 // allCached reports whether every leg to run is a database list the list
 // cache holds fresh: then they run one after the other on this goroutine,
 // as copies of cached bytes cost less than goroutines.
@@ -195,7 +57,7 @@ func (r *Router) allCached(xs []Exchange) bool {
 // fresh (a get_table_meta leg never is).
 func (r *Router) legCached(x *Exchange) bool {
 	c := r.res.cache
-	if x.Leg.Op != LegDatabases || !c.Enabled(dbcache.DatabaseList) {
+	if x.Leg.Op != planner.LegDatabases || !c.Enabled(dbcache.DatabaseList) {
 		return false
 	}
 	name := allDatabases
@@ -213,26 +75,10 @@ func (r *Router) listUser(x *Exchange) string {
 	return userKey(x.Identity())
 }
 
-// runLeg runs one leg through the policy chain (within max-parallelism
-// when hedged reads bound it) and keeps its error.
-func (r *Router) runLeg(ctx context.Context, x *Exchange) error {
-	if sem := x.req.fanSem; sem != nil {
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
-		case <-ctx.Done():
-			x.legErr = &backendError{cat: x.Cat, err: ctx.Err()}
-			return x.legErr
-		}
-	}
-	x.legErr = r.chain(ctx, x)
-	return x.legErr
-}
-
 // fanOutFailed answers a fan-out whose leg failed.
 func (r *Router) fanOutFailed(req *request, err error) {
 	m := req.msg
-	var ref *Refusal
+	var ref *planner.Refusal
 	if errors.As(err, &ref) {
 		r.refuse(req, ref)
 		return
@@ -250,7 +96,7 @@ func (r *Router) fanOutFailed(req *request, err error) {
 			msg += " (the call asks every catalog; routing.degraded-routing-policy=SAFE_FANOUT_READS would leave a failing catalog out)"
 		}
 	}
-	r.refuse(req, &Refusal{Kind: RefuseMeta, Reason: "fanout_failed", Message: msg})
+	r.refuse(req, &planner.Refusal{Kind: planner.RefuseMeta, Reason: "fanout_failed", Message: msg})
 }
 
 // backendExceptionLabel is the exception label of a failed backend call.
@@ -274,22 +120,25 @@ func (r *Router) execLeg(ctx context.Context, x *Exchange) error {
 	leg := x.Leg
 	x.legOut = x.legBuf(r)
 	switch leg.Op {
-	case LegDatabases:
-		return r.legDatabases(ctx, x, leg.BackendPattern, leg.Match, nil)
-	case LegTableMeta:
+	case planner.LegDatabases:
+		return r.legDatabases(ctx, x, leg.Method, leg.Args, leg.BackendPattern, leg.Match, nil)
+	case planner.LegTableMeta:
 		return r.legTableMeta(ctx, x, leg.Args)
-	case LegTableMetaOfMatching:
+	case planner.LegTableMetaOfMatching:
 		var names []string
-		if err := r.legDatabases(ctx, x, "", leg.Match, &names); err != nil {
+		if err := r.legDatabases(ctx, x, "get_all_databases", planner.EmptyArgs, "", leg.Match, &names); err != nil {
 			return err
 		}
 		x.legOut, x.legN = x.legOut[:0], 0
 		if len(names) == 0 {
 			return nil
 		}
-		a := wire.Value{Type: wire.TStruct, Fields: append([]wire.Field(nil), leg.Args.Fields...)}
+		a, err := wire.DecodeStruct(leg.Args)
+		if err != nil {
+			return fmt.Errorf("fan-out leg of %s: %v", x.Method(), err)
+		}
 		a.Set(1, wire.Str(strings.Join(names, "|")))
-		return r.legTableMeta(ctx, x, a)
+		return r.legTableMeta(ctx, x, a.Encode())
 	}
 	return fmt.Errorf("fan-out leg of %s: unknown operation %d", x.Method(), leg.Op)
 }
@@ -320,21 +169,12 @@ func (x *Exchange) releaseLeg(r *Router) {
 	}
 }
 
-// emptyArgs is the encoded argument struct of get_all_databases.
-var emptyArgs = []byte{wire.TStop}
-
 // legDatabases lists one catalog's databases in external form, filtered by
 // exposure (counted) and by an optional pattern on the external names, and
 // appends them to x.legOut; with names set it collects the backend names
 // instead.
-func (r *Router) legDatabases(ctx context.Context, x *Exchange, backendPattern string, match *regexp.Regexp, names *[]string) error {
+func (r *Router) legDatabases(ctx context.Context, x *Exchange, method string, args []byte, backendPattern string, match *regexp.Regexp, names *[]string) error {
 	cat := x.Cat
-	method, args := "get_all_databases", emptyArgs
-	if backendPattern != "" {
-		method = "get_databases"
-		args = wire.AppendString(wire.AppendFieldHeader(nil, wire.TString, 1), backendPattern)
-		args = append(args, wire.TStop)
-	}
 	name := allDatabases
 	if backendPattern != "" && r.res.cache.Enabled(dbcache.DatabaseList) {
 		name = dbcache.ListName(method, backendPattern)
@@ -349,7 +189,7 @@ func (r *Router) legDatabases(ctx context.Context, x *Exchange, backendPattern s
 	if err != nil {
 		return err
 	}
-	exp := r.policies[cat].exposure
+	exp := r.lane(cat).policy.exposure
 	filtering := exp.active()
 	hidden := 0
 	var ext []byte // scratch: the external name, for Match
@@ -358,7 +198,7 @@ func (r *Router) legDatabases(ctx context.Context, x *Exchange, backendPattern s
 		if err != nil {
 			return fmt.Errorf("catalog %s: unreadable %s reply: %v", cat.Name, method, err)
 		}
-		if filtering && !exp.DBVisible(view(db)) {
+		if filtering && !exp.DBVisible(wire.View(db)) {
 			hidden++
 			continue
 		}
@@ -366,7 +206,7 @@ func (r *Router) legDatabases(ctx context.Context, x *Exchange, backendPattern s
 			if cat.Default {
 				ext = append(ext[:0], db...)
 			} else {
-				ext = append(append(append(ext[:0], cat.Name...), r.ns.sep...), db...)
+				ext = append(append(append(ext[:0], cat.Name...), r.ns.Separator()...), db...)
 			}
 			if !match.Match(ext) {
 				continue
@@ -379,7 +219,7 @@ func (r *Router) legDatabases(ctx context.Context, x *Exchange, backendPattern s
 		if cat.Default {
 			x.legOut = wire.AppendBytes(x.legOut, db)
 		} else {
-			x.legOut = appendPrefixed(x.legOut, cat.Name, r.ns.sep, "", db)
+			x.legOut = naming.AppendPrefixed(x.legOut, cat.Name, r.ns.Separator(), "", db)
 		}
 		x.legN++
 	}
@@ -392,7 +232,7 @@ func (r *Router) legDatabases(ctx context.Context, x *Exchange, backendPattern s
 // resultList reads the head of a list-returning *_result body: an
 // exception field is the backend's error (named, counted), field 0 the list
 // of elem elements, whose count it returns with b at the first element.
-func (r *Router) resultList(b *wire.Buf, cat *Catalog, method string, body []byte, elem byte) (int, error) {
+func (r *Router) resultList(b *wire.Buf, cat *naming.Catalog, method string, body []byte, elem byte) (int, error) {
 	t, id, err := b.FieldHeader()
 	switch {
 	case err != nil:
@@ -405,7 +245,7 @@ func (r *Router) resultList(b *wire.Buf, cat *Catalog, method string, body []byt
 			msg = v.Field(id).Field(1).String()
 		}
 		if spec := r.table.Lookup(method); spec != nil {
-			name = spec.exceptionName(id)
+			name = spec.ExceptionName(id)
 		}
 		if r.metrics != nil {
 			r.metrics.BackendFailure(cat.Name, name)
@@ -426,9 +266,9 @@ func (r *Router) resultList(b *wire.Buf, cat *Catalog, method string, body []byt
 
 // legTableMeta asks one catalog for table metadata, rewrites it outward and
 // appends its elements, hiding what exposure hides.
-func (r *Router) legTableMeta(ctx context.Context, x *Exchange, args wire.Value) error {
+func (r *Router) legTableMeta(ctx context.Context, x *Exchange, args []byte) error {
 	cat := x.Cat
-	body, release, err := r.legFetch(ctx, x, "get_table_meta", args.Encode(), "")
+	body, release, err := r.legFetch(ctx, x, "get_table_meta", args, "")
 	if err != nil {
 		return err
 	}
@@ -446,7 +286,7 @@ func (r *Router) legTableMeta(ctx context.Context, x *Exchange, args wire.Value)
 	if err != nil {
 		return err
 	}
-	exp := r.policies[cat].exposure
+	exp := r.lane(cat).policy.exposure
 	hidden := 0
 	for i := 0; i < n; i++ {
 		start := b.Pos
@@ -519,7 +359,7 @@ func (r *Router) legFetch(ctx context.Context, x *Exchange, method string, args 
 }
 
 // appFailure is the error of a TApplicationException answer, counted.
-func appFailure(r *Router, cat *Catalog, method string, body []byte) error {
+func appFailure(r *Router, cat *naming.Catalog, method string, body []byte) error {
 	_, msg, _ := wire.ParseAppException(body)
 	if r.metrics != nil {
 		r.metrics.BackendFailure(cat.Name, "TApplicationException")
@@ -528,7 +368,7 @@ func appFailure(r *Router, cat *Catalog, method string, body []byte) error {
 }
 
 // A cached reply is the message type followed by the backend's body.
-func cachedBody(val []byte, cat *Catalog, method string) ([]byte, error) {
+func cachedBody(val []byte, cat *naming.Catalog, method string) ([]byte, error) {
 	if len(val) == 0 {
 		return nil, fmt.Errorf("catalog %s: %s: empty cached reply", cat.Name, method)
 	}
@@ -553,11 +393,11 @@ func userKey(id *security.Identity) string {
 // unless the cache is shared across users: a shared entry is loaded by the
 // proxy itself, whoever asked first. The shared get_all_databases loader of
 // a catalog is built once.
-func (r *Router) listLoader(cat *Catalog, id *security.Identity, method string, args []byte, all bool) dbcache.Loader {
+func (r *Router) listLoader(cat *naming.Catalog, id *security.Identity, method string, args []byte, all bool) dbcache.Loader {
 	if r.res.cache.Shared(dbcache.DatabaseList) {
 		id = nil
 		if all {
-			if l := r.res.allLoaders[cat]; l != nil {
+			if l := r.lane(cat).allLoader; l != nil {
 				return l
 			}
 		}
@@ -565,7 +405,7 @@ func (r *Router) listLoader(cat *Catalog, id *security.Identity, method string, 
 	return r.newListLoader(cat, id, method, append([]byte(nil), args...))
 }
 
-func (r *Router) newListLoader(cat *Catalog, id *security.Identity, method string, args []byte) dbcache.Loader {
+func (r *Router) newListLoader(cat *naming.Catalog, id *security.Identity, method string, args []byte) dbcache.Loader {
 	return func(ctx context.Context) ([]byte, bool, error) {
 		ctx = context.WithValue(ctx, ctxKey{}, &RequestInfo{Method: method, Identity: id})
 		req := wire.AppendHeader(make([]byte, 0, 64+len(args)), wire.Header{Name: method, Type: wire.Call, SeqID: 1})
@@ -585,15 +425,15 @@ func (r *Router) newListLoader(cat *Catalog, id *security.Identity, method strin
 		val := make([]byte, 1+len(body))
 		val[0] = reply.Type
 		copy(val[1:], body)
-		return val, reply.Type == wire.Reply && exceptionField(body) == 0, nil
+		return val, reply.Type == wire.Reply && methods.ExceptionField(body) == 0, nil
 	}
 }
 
 // fetch sends one call (a whole message, which it may modify) to cat on the
 // pool of ctx's caller; with hedged reads on, a second attempt goes to
 // another session once the first has taken longer than the hedge delay.
-func (r *Router) fetch(ctx context.Context, id uint64, cat *Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
-	b, err := r.backendFor(ctx, cat)
+func (r *Router) fetch(ctx context.Context, id uint64, cat *naming.Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
+	b, err := r.lane(cat).backendFor(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -624,8 +464,8 @@ type attempt struct {
 // hedgeDelay is how long the first attempt may take before a second one is
 // sent: max(MinDelay, latency EWMA × DelayMultiplier); 0 before the catalog
 // has answered once (nothing to compare with).
-func (r *Router) hedgeDelay(cat *Catalog) time.Duration {
-	ewma, ok := r.res.guards[cat].LatencyEWMA()
+func (r *Router) hedgeDelay(cat *naming.Catalog) time.Duration {
+	ewma, ok := r.lane(cat).breaker.LatencyEWMA()
 	if !ok {
 		return 0
 	}
@@ -645,7 +485,7 @@ func (r *Router) hedgeDelay(cat *Catalog) time.Duration {
 // max-parallelism (a leg that ends makes room): the first answer wins, the other attempt is cancelled (its
 // session closed; the breaker counts a cancelled call neither way). When the
 // first to return failed, the other one is waited for.
-func (r *Router) hedged(ctx context.Context, b *Backend, cat *Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
+func (r *Router) hedged(ctx context.Context, b *Backend, cat *naming.Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
 	delay := r.hedgeDelay(cat)
 	if delay <= 0 {
 		return b.CallBefore(ctx, req, true, by)
@@ -713,19 +553,4 @@ func (r *Router) hedged(ctx context.Context, b *Backend, cat *Catalog, req []byt
 		}
 	}
 	return a.reply, a.done, a.err
-}
-
-// hivePattern compiles a metastore name pattern as HMS does: alternatives
-// split on '|', '*' matches anything, the rest is a regex, case-insensitive,
-// whole name.
-func hivePattern(p string) (*regexp.Regexp, error) {
-	parts := strings.Split(strings.TrimSpace(p), "|")
-	for i, s := range parts {
-		parts[i] = strings.ReplaceAll(s, "*", ".*")
-	}
-	re, err := regexp.Compile("(?i)^(?:" + strings.Join(parts, "|") + ")$")
-	if err != nil {
-		return nil, fmt.Errorf("database pattern %q is not valid: %v", p, err)
-	}
-	return re, nil
 }

@@ -24,8 +24,8 @@ func (r *Router) ProbeBackends(ctx context.Context) {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.probeLockStore(ctx) }()
 	}
-	for _, cat := range r.ns.Catalogs() {
-		b := r.backends[cat]
+	for _, l := range r.lanes {
+		b := l.pool
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -62,23 +62,23 @@ func (e errString) Error() string { return string(e) }
 // last background probe and the fan-out omissions.
 func (r *Router) BackendStates() []monitoring.BackendState {
 	var out []monitoring.BackendState
-	for _, cat := range r.ns.Catalogs() {
-		b := r.backends[cat]
+	for _, l := range r.lanes {
+		cat, b := l.cat, l.pool
 		h := b.Health()
 		st := monitoring.BackendState{Catalog: cat.Name, Connected: h.Connected,
 			LatencyBudgetMs: b.opt.CallBudget.Milliseconds(),
 			LastError:       h.LastError, Endpoint: h.Endpoint,
-			RuntimeProfile: r.runtimes[cat].Name}
+			RuntimeProfile: l.runtime.Name}
 		st.LastSuccessEpochSecond = epoch(h.LastSuccess)
 		st.LastFailureEpochSecond = epoch(h.LastFailure)
 		st.LastProbeEpochSecond = epoch(h.LastProbe)
-		r.res.guards[cat].State().Apply(&st)
+		l.breaker.State().Apply(&st)
 		if st.CircuitState == breaker.Disabled {
 			// No breaker acts on the guard's streak: show the pool's (its
 			// calls and the readiness probes).
 			st.ConsecutiveFailures = h.ConsecutiveFailures
 		}
-		cs := r.res.state[cat]
+		cs := &l.state
 		if cs.probed.Load() && cs.probeFail.Load() {
 			st.Degraded = true
 		}
@@ -86,7 +86,7 @@ func (r *Router) BackendStates() []monitoring.BackendState {
 			st.SafeFanout = true
 			st.FanoutOmissions = cs.omitted.Load()
 			st.LastFanoutOmissionEpochSecond = cs.lastOmit.Load()
-			st.OmittedNow = r.degradedNow(cat) != ""
+			st.OmittedNow = l.degradedNow() != ""
 		}
 		out = append(out, st)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hms-proxy/hms-proxy/monitoring"
+	"github.com/hms-proxy/hms-proxy/monitoring/metric"
 	"github.com/hms-proxy/hms-proxy/security"
 )
 
@@ -72,15 +73,15 @@ type ImpersonationMetrics struct {
 
 // NewImpersonationMetrics registers the metrics with reg (nil: unregistered).
 func NewImpersonationMetrics(reg prometheus.Registerer) (*ImpersonationMetrics, error) {
+	r := metric.New(reg, "impersonation metrics")
 	m := &ImpersonationMetrics{
-		users: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricImpersonationUsers,
-			Help: "Users with an impersonation session pool (bounded by impersonation-max-clients per catalog)."}),
-		sessions: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricImpersonationSessions,
-			Help: "Backend sessions of impersonation pools, in use (active) or idle."}, []string{"state"}),
-		timeouts: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricImpersonationAcquireTimeouts,
-			Help: "Calls that found no free session in their user's impersonation pool in time."}),
-		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricImpersonationEvictions,
-			Help: "Impersonation sessions closed, by reason."}, []string{"reason"}),
+		users: r.Gauge(MetricImpersonationUsers,
+			"Users with an impersonation session pool (bounded by impersonation-max-clients per catalog)."),
+		sessions: r.GaugeVec(MetricImpersonationSessions,
+			"Backend sessions of impersonation pools, in use (active) or idle.", "state"),
+		timeouts: r.Counter(MetricImpersonationAcquireTimeouts,
+			"Calls that found no free session in their user's impersonation pool in time."),
+		evictions: r.CounterVec(MetricImpersonationEvictions, "Impersonation sessions closed, by reason.", "reason"),
 	}
 	for _, s := range []string{"active", "idle"} {
 		m.sessions.WithLabelValues(s)
@@ -88,12 +89,8 @@ func NewImpersonationMetrics(reg prometheus.Registerer) (*ImpersonationMetrics, 
 	for _, r := range []string{EvictIdle, EvictTransportFailure, EvictUserEvicted, EvictUserCapacity} {
 		m.evictions.WithLabelValues(r)
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.users, m.sessions, m.timeouts, m.evictions} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("impersonation metrics: %w", err)
-			}
-		}
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -165,30 +162,27 @@ func (c *countedConn) Close() error {
 	return c.Conn.Close()
 }
 
-func (r *Router) impersonate(c *Catalog, base BackendOptions, o *ImpersonationOptions) error {
+// newUserPools builds a catalog's impersonation pools over its shared pool
+// (base: the shared pool's options).
+func newUserPools(catalog string, base BackendOptions, shared *Backend, o *ImpersonationOptions, log *slog.Logger) (*userPools, error) {
 	if o.UserDial == nil {
-		return fmt.Errorf("catalog %s: impersonation without a way to open user sessions", c.Name)
+		return nil, fmt.Errorf("catalog %s: impersonation without a way to open user sessions", catalog)
 	}
 	if o.MaxClients < 1 || o.PoolSize < 1 {
-		return fmt.Errorf("catalog %s: impersonation-max-clients and impersonation-pool-max-size must be at least 1", c.Name)
+		return nil, fmt.Errorf("catalog %s: impersonation-max-clients and impersonation-pool-max-size must be at least 1", catalog)
 	}
-	log := o.Log
-	if log == nil {
-		log = r.log
+	if o.Log != nil {
+		log = o.Log
 	}
 	base.PoolSize = o.PoolSize
 	base.OnSessions, base.OnAcquireTimeout = nil, nil // per user below; base.OnRetire counts for the catalog
-	u := &userPools{cat: c.Name, opt: o, base: base, shared: r.backends[c], log: log.With("catalog", c.Name),
+	u := &userPools{cat: catalog, opt: o, base: base, shared: shared, log: log.With("catalog", catalog),
 		users: map[string]*userPool{}, done: make(chan struct{})}
-	if r.users == nil {
-		r.users = map[*Catalog]*userPools{}
-	}
-	r.users[c] = u
 	if tick := sweepInterval(o.ClientIdleTTL, o.SessionIdleTTL); tick > 0 {
 		u.wg.Add(1)
 		go u.sweep(tick)
 	}
-	return nil
+	return u, nil
 }
 
 // sweepInterval is how often idle users and sessions are looked for: a
@@ -206,20 +200,20 @@ func sweepInterval(ttls ...time.Duration) time.Duration {
 	return min(max(least/4, 10*time.Millisecond), time.Second)
 }
 
-// backendFor is the pool a call of ctx's caller uses on cat: the caller's
-// own under impersonation, else the shared one.
-func (r *Router) backendFor(ctx context.Context, cat *Catalog) (*Backend, error) {
-	u := r.users[cat]
+// backendFor is the pool a call of ctx's caller uses on the lane: the
+// caller's own under impersonation, else the shared one.
+func (l *Lane) backendFor(ctx context.Context) (*Backend, error) {
+	u := l.users
 	if u == nil {
-		return r.backends[cat], nil
+		return l.pool, nil
 	}
 	ri := Info(ctx)
 	if ri == nil {
-		return r.backends[cat], nil
+		return l.pool, nil
 	}
 	id := ri.Identity
 	if id == nil || id.User == "" || id.Mechanism == security.Anonymous || (u.opt.Bypass != nil && u.opt.Bypass(id)) {
-		return r.backends[cat], nil
+		return l.pool, nil
 	}
 	return u.get(ctx, id)
 }
@@ -415,38 +409,36 @@ func (u *userPools) close() {
 // ImpersonationUsers returns the users with an impersonation pool on a
 // catalog, and whether the catalog impersonates (tests, diagnostics).
 func (r *Router) ImpersonationUsers(catalog string) ([]string, bool) {
-	for c, u := range r.users {
-		if c.Name == catalog {
-			return u.Users(), true
-		}
+	l := r.Lane(catalog)
+	if l == nil || l.users == nil {
+		return nil, false
 	}
-	return nil, false
+	return l.users.Users(), true
 }
 
 // ImpersonationSessions returns the backend connections one user's pool on a
 // catalog holds open (in use or idle); ok is false when the user has none.
 func (r *Router) ImpersonationSessions(catalog, user string) (n int, ok bool) {
-	for c, u := range r.users {
-		if c.Name != catalog {
-			continue
-		}
-		u.mu.Lock()
-		p := u.users[user]
-		u.mu.Unlock()
-		if p == nil {
-			return 0, false
-		}
-		select {
-		case <-p.ready:
-		default:
-			return 0, true
-		}
-		if p.err != nil {
-			return 0, false
-		}
-		return int(p.open.Load()), true
+	l := r.Lane(catalog)
+	if l == nil || l.users == nil {
+		return 0, false
 	}
-	return 0, false
+	u := l.users
+	u.mu.Lock()
+	p := u.users[user]
+	u.mu.Unlock()
+	if p == nil {
+		return 0, false
+	}
+	select {
+	case <-p.ready:
+	default:
+		return 0, true
+	}
+	if p.err != nil {
+		return 0, false
+	}
+	return int(p.open.Load()), true
 }
 
 // closeIdle closes the idle sessions given back more than ttl ago and

@@ -2,6 +2,7 @@ package router
 
 import (
 	"github.com/hms-proxy/hms-proxy/audit"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/router/synthetic"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
@@ -11,7 +12,7 @@ import (
 func (r *Router) local(req *request) {
 	m := req.msg
 	switch req.plan.Local {
-	case AnswerOneway:
+	case planner.AnswerOneway:
 		// HiveServer2 sends fb303 shutdown every time it closes a client:
 		// expected, so DEBUG.
 		r.log.Debug("answered an fb303 control call locally; it never reaches a backend", "method", m.Name, "remote", req.conn.Remote)
@@ -19,9 +20,9 @@ func (r *Router) local(req *request) {
 			return
 		}
 		r.declaredException(req, req.plan.Spec.MetaExcField, m.Name+" is not forwarded by hms-proxy")
-	case AnswerSetUGI:
+	case planner.AnswerSetUGI:
 		r.setUGI(req)
-	case AnswerCatalogs:
+	case planner.AnswerCatalogs:
 		// Catalog ownership is policy-managed in the proxy configuration.
 		names := wire.List(wire.TString)
 		for _, cat := range r.ns.Catalogs() {
@@ -29,13 +30,13 @@ func (r *Router) local(req *request) {
 		}
 		body := wire.Struct(wire.Field{ID: 0, V: wire.Struct(wire.Field{ID: 1, V: names})})
 		req.out = wire.AppendMessage(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
-	case AnswerEmpty:
+	case planner.AnswerEmpty:
 		r.emptyReply(req)
-	case AnswerRefreshPrivileges:
+	case planner.AnswerRefreshPrivileges:
 		// HiveServer2's PrivilegeSynchronizer calls it for every table on a
 		// timer; the metastore's answer when the refresh worked.
 		req.out = synthetic.RefreshPrivilegesSuccess(req.out, m.SeqID)
-	case AnswerVersion:
+	case planner.AnswerVersion:
 		body := wire.Struct(wire.Field{ID: 0, V: wire.Str(req.conn.Frontend.Runtime.Version)})
 		req.out = wire.AppendMessage(req.out, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
 	}
@@ -50,7 +51,7 @@ func (r *Router) setUGI(req *request) {
 	m := req.msg
 	v, err := wire.DecodeStruct(m.Body())
 	if err != nil {
-		r.refuse(req, &Refusal{Kind: RefuseMeta, Reason: "bad_arguments", Message: "set_ugi: cannot read arguments: " + err.Error()})
+		r.refuse(req, &planner.Refusal{Kind: planner.RefuseMeta, Reason: "bad_arguments", Message: "set_ugi: cannot read arguments: " + err.Error()})
 		return
 	}
 	user := v.Field(1).String()

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -47,7 +48,7 @@ func (c *LocalCall) Reply(success *wire.Value) {
 
 // Refuse answers with the exception of the refusal's kind (as a policy
 // refusal is answered) and counts the call as an error.
-func (c *LocalCall) Refuse(ref *Refusal) {
+func (c *LocalCall) Refuse(ref *planner.Refusal) {
 	c.answered = true
 	c.r.refuse(c.req, ref)
 }
@@ -58,6 +59,6 @@ func (r *Router) serveLocalCall(ctx context.Context, req *request, h LocalHandle
 	c := &LocalCall{r: r, req: req}
 	h(ctx, c)
 	if !c.answered {
-		r.refuse(req, &Refusal{Kind: RefuseMeta, Reason: "internal", Message: "hms-proxy: " + req.msg.Name + " was not answered"})
+		r.refuse(req, &planner.Refusal{Kind: planner.RefuseMeta, Reason: "internal", Message: "hms-proxy: " + req.msg.Name + " was not answered"})
 	}
 }

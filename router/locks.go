@@ -13,6 +13,9 @@ import (
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/monitoring"
+	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -91,12 +94,12 @@ func servedByShim(x *Exchange, catalog string) {
 func (r *Router) shimLock(ctx context.Context, x *Exchange, next Handler) error {
 	var args thriftgen.LockArgs
 	if err := decodeThrift(x.req.msg.Body(), &args); err != nil || args.Rqst == nil {
-		return &Refusal{Kind: RefuseProtocol, Reason: "bad_arguments", Message: fmt.Sprintf("lock: cannot read arguments: %v", err)}
+		return &planner.Refusal{Kind: planner.RefuseProtocol, Reason: "bad_arguments", Message: fmt.Sprintf("lock: cannot read arguments: %v", err)}
 	}
 	def := r.ns.Default()
 	split, err := locks.Split(args.Rqst, def.Name, r.lockResolver)
 	if err != nil {
-		return &Refusal{Kind: RefuseMeta, Reason: "bad_lock", Message: "lock: " + err.Error()}
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "bad_lock", Message: "lock: " + err.Error()}
 	}
 	if len(split.Shim) == 0 { // the default catalog's components (and the placeholder) only
 		body, err := encodeThrift(&thriftgen.LockArgs{Rqst: split.Default})
@@ -118,13 +121,13 @@ func (r *Router) shimLock(ctx context.Context, x *Exchange, next Handler) error 
 			if !lockWrites(p.Lock) {
 				continue
 			}
-			if why := r.policies[cat].writeRefusal(cat.Name, "lock", lockDBs(p.Lock)); why != "" {
-				return &Refusal{Kind: RefuseMeta, Reason: "access_mode", Message: why}
+			if why := r.lane(cat).policy.writeRefusal(cat.Name, "lock", lockDBs(p.Lock)); why != "" {
+				return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "access_mode", Message: why}
 			}
 		}
 	}
 	if err := locks.Eligible(split.Shim...); err != nil {
-		return &Refusal{Kind: RefuseMeta, Reason: "not_shim_eligible", Message: fmt.Sprintf(
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "not_shim_eligible", Message: fmt.Sprintf(
 			"lock refused: %v; the default catalog is %s (hms-proxy refuses transactional tables and write ids on the others)", err, def.Name)}
 	}
 	lockCat := split.LockCatalog(def.Name)
@@ -407,7 +410,7 @@ func (r *Router) shimHeartbeat(ctx context.Context, x *Exchange, next Handler) e
 	}
 	if txnID != 0 {
 		x.OnReply(func(body []byte) ([]byte, error) {
-			if exceptionField(body) == 0 {
+			if methods.ExceptionField(body) == 0 {
 				if err := r.shim.Heartbeat(ctx, 0, txnID); err != nil {
 					r.log.Warn("synthetic lock: the transaction was heart-beaten at the default catalog, but not its synthetic locks; they expire after metastore.txn.timeout unless a later heartbeat reaches the store",
 						"txnid", txnID, "err", err)
@@ -498,9 +501,9 @@ func shimError(method string, err error) error {
 	var me *thriftgen.MetaException
 	switch {
 	case errors.As(err, &se):
-		return &Refusal{Kind: RefuseMeta, Reason: "synthetic_lock_store", Message: fmt.Sprintf("hms-proxy: %s failed: %v", method, err)}
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "synthetic_lock_store", Message: fmt.Sprintf("hms-proxy: %s failed: %v", method, err)}
 	case errors.As(err, &me):
-		return &Refusal{Kind: RefuseMeta, Reason: "synthetic_lock", Message: fmt.Sprintf("hms-proxy: %s: %s", method, me.Message)}
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "synthetic_lock", Message: fmt.Sprintf("hms-proxy: %s: %s", method, me.Message)}
 	}
 	return err
 }
@@ -509,7 +512,7 @@ func shimError(method string, err error) error {
 // catalog's compat plan, as the executor would) and decodes its result. A
 // declared exception is in res; a TApplicationException of the backend is
 // answered as such; a transport failure is a backendError.
-func (r *Router) callCatalog(ctx context.Context, x *Exchange, cat *Catalog, method string, args, res thrift.TStruct) error {
+func (r *Router) callCatalog(ctx context.Context, x *Exchange, cat *naming.Catalog, method string, args, res thrift.TStruct) error {
 	body, err := encodeThrift(args)
 	if err != nil {
 		return err
@@ -518,22 +521,22 @@ func (r *Router) callCatalog(ctx context.Context, x *Exchange, cat *Catalog, met
 	if err != nil {
 		return err
 	}
-	b, err := r.backendFor(ctx, cat)
+	b, err := r.lane(cat).backendFor(ctx)
 	if err != nil {
 		return &backendError{cat: cat, err: err}
 	}
 	// The lossless guard as for any write: fields the runtime implies are
 	// dropped (a Hive 4 client's zeroWaitReadEnabled=false), others refused.
-	bc := &backendCaller{ctx: ctx, b: b, rt: r.runtimes[cat], dialect: r.dialects[cat], trace: r.trace, id: x.req.info.ID,
-		guard: r.guards[cat], strict: true}
+	bc := &backendCaller{ctx: ctx, b: b, rt: r.lane(cat).runtime, dialect: r.lane(cat).dialect, trace: r.trace, id: x.req.info.ID,
+		guard: r.lane(cat).guard, strict: true}
 	var out wire.Value
-	switch mode, ad := r.adapters.Plan(r.runtimes[cat], method); mode {
+	switch mode, ad := r.adapters.Plan(r.lane(cat).runtime, method); mode {
 	case compat.Native:
 		out, err = bc.Call(method, v)
 	case compat.Adapted:
 		out, err = ad.Run(bc, &v)
 	default:
-		return &Refusal{Kind: RefuseMeta, Reason: "unsupported", Message: compat.UnsupportedMessage(method, cat.Name, r.runtimes[cat])}
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "unsupported", Message: compat.UnsupportedMessage(method, cat.Name, r.lane(cat).runtime)}
 	}
 	var app *compat.AppError
 	var refused *compat.RefusedError
@@ -542,10 +545,10 @@ func (r *Router) callCatalog(ctx context.Context, x *Exchange, cat *Catalog, met
 		if r.metrics != nil {
 			r.metrics.BackendFailure(cat.Name, "TApplicationException")
 		}
-		return &Refusal{Kind: RefuseMeta, Reason: "backend_application_error",
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "backend_application_error",
 			Message: fmt.Sprintf("catalog %s answered %s with TApplicationException: %s", cat.Name, method, app.Message)}
 	case errors.As(err, &refused):
-		return &Refusal{Kind: RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s: %s", method, cat.Name, refused.Reason)}
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s: %s", method, cat.Name, refused.Reason)}
 	case err != nil:
 		return &backendError{cat: cat, err: err}
 	}
@@ -560,10 +563,10 @@ func (r *Router) answerLocal(x *Exchange, res thrift.TStruct) error {
 		return err
 	}
 	req := x.req
-	if exc := exceptionField(body); exc != 0 {
+	if exc := methods.ExceptionField(body); exc != 0 {
 		req.status = "error"
 		if r.metrics != nil {
-			r.metrics.BackendFailure(shimBackend, req.plan.Spec.exceptionName(exc))
+			r.metrics.BackendFailure(shimBackend, req.plan.Spec.ExceptionName(exc))
 		}
 	}
 	req.out = wire.AppendHeader(req.out, wire.Header{Name: req.msg.Name, Type: wire.Reply, SeqID: req.msg.SeqID})
@@ -590,7 +593,7 @@ func lockWrites(req *thriftgen.LockRequest) bool {
 func lockDBs(req *thriftgen.LockRequest) []string {
 	var out []string
 	for _, c := range req.Component {
-		if !strings.EqualFold(c.Dbname, dummyDatabase) {
+		if !strings.EqualFold(c.Dbname, naming.DummyDatabase) {
 			out = append(out, c.Dbname)
 		}
 	}

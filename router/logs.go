@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/audit"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 )
 
 // logLimiter writes refusals and backend failures to the main log at WARN,
@@ -54,7 +55,7 @@ func (l *logLimiter) allow(key string) (bool, int) {
 	return true, n
 }
 
-func (l *logLimiter) refusal(method, catalog string, ref *Refusal) {
+func (l *logLimiter) refusal(method, catalog string, ref *planner.Refusal) {
 	if l == nil {
 		return
 	}

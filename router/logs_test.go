@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -17,11 +18,11 @@ import (
 func TestRefusalLogsAreRateLimitedPerKind(t *testing.T) {
 	var buf bytes.Buffer
 	l := newLogLimiter(slog.New(slog.NewTextHandler(&buf, nil)), 50*time.Millisecond)
-	ref := &Refusal{Reason: "ambiguous", Message: "lock is ambiguous"}
+	ref := &planner.Refusal{Reason: "ambiguous", Message: "lock is ambiguous"}
 	for i := 0; i < 1000; i++ {
 		l.refusal("lock", "catalog2", ref)
 	}
-	l.refusal("setMetaConf", "", &Refusal{Reason: "namespace_less", Message: "no namespace"})
+	l.refusal("setMetaConf", "", &planner.Refusal{Reason: "namespace_less", Message: "no namespace"})
 	if n := strings.Count(buf.String(), "level=WARN"); n != 2 {
 		t.Fatalf("1000 identical refusals and one other: want 2 lines, got %d:\n%s", n, buf.String())
 	}

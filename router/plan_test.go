@@ -7,6 +7,8 @@ import (
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/locks"
+	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -15,12 +17,20 @@ import (
 // whose metastores are never dialled (catalog3 runs Hive 4.1).
 func testRouter(t *testing.T, extra ...string) *Router {
 	t.Helper()
-	return testRouterWith(t, Options{}, extra...)
+	return testRouterWith(t, testOptions{}, extra...)
 }
 
-// testRouterWith is testRouter with more options (Config and Locks are set
-// here); an extra "-key" leaves a key of the three catalogs out.
-func testRouterWith(t *testing.T, opt Options, extra ...string) *Router {
+// testOptions are a test router's options: the router's (Namespace, Lanes
+// and Locks are set here) and every lane's backend dialer (nil: TCP).
+type testOptions struct {
+	Options
+	Dial Dial
+}
+
+// testRouterWith is testRouter with more options; an extra "-key" leaves a
+// key of the three catalogs out. Its lanes are built from the keys as app
+// builds them, without security, breakers or the purge.
+func testRouterWith(t *testing.T, o testOptions, extra ...string) *Router {
 	t.Helper()
 	props := map[string]string{
 		"catalogs":                "catalog1,catalog2,catalog3",
@@ -50,7 +60,23 @@ func testRouterWith(t *testing.T, opt Options, extra ...string) *Router {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { shim.Close() })
-	opt.Config, opt.Locks = cfg, shim
+	opt := o.Options
+	opt.Locks, opt.MaxMessage = shim, int(cfg.Server.MaxMessageSize)
+	if opt.Namespace, err = NamespaceFor(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range opt.Namespace.Catalogs() {
+		lo, err := LaneOptionsFor(cfg.Catalogs[i], c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo.Backend.Dial = o.Dial
+		l, err := NewLane(lo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt.Lanes = append(opt.Lanes, l)
+	}
 	r, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +86,7 @@ func testRouterWith(t *testing.T, opt Options, extra ...string) *Router {
 }
 
 // planOf plans one call with the given arguments.
-func planOf(t *testing.T, r *Router, method string, args wire.Value) *Plan {
+func planOf(t *testing.T, r *Router, method string, args wire.Value) *planner.Plan {
 	t.Helper()
 	raw := wire.AppendMessage(nil, wire.Header{Name: method, Type: wire.Call, SeqID: 1}, &args)
 	m, err := wire.ParseMessage(raw, 0)
@@ -95,9 +121,9 @@ func TestPlannerOverEveryMethodRow(t *testing.T) {
 	for _, m := range thriftgen.AllMethods() {
 		spec := r.table.Lookup(m.Name)
 		p := planOf(t, r, m.Name, sampleArgs(m, "catalog2__sales"))
-		hasDB := planOf(t, r, m.Name, sampleArgs(m, "MARK")).Kind == PlanSingle && len(rawDBs(t, r, m)) > 0
+		hasDB := planOf(t, r, m.Name, sampleArgs(m, "MARK")).Kind == planner.PlanSingle && len(rawDBs(t, r, m)) > 0
 		switch {
-		case spec.Special == RefuseAlways:
+		case spec.Special == methods.RefuseAlways:
 			// The sample leaves catalog names out: dropping or altering a
 			// catalog that does not exist is the metastore's "not found".
 			want := "catalog_registry"
@@ -105,12 +131,12 @@ func TestPlannerOverEveryMethodRow(t *testing.T) {
 				want = "no_such_catalog"
 			}
 			expectRefusal(t, m.Name, p, want)
-		case spec.Special == DropOneway || spec.Special == LocalSetUGI || spec.Special == LocalCatalogs:
-			if p.Kind != PlanLocal {
+		case spec.Special == methods.DropOneway || spec.Special == methods.LocalSetUGI || spec.Special == methods.LocalCatalogs:
+			if p.Kind != planner.PlanLocal {
 				t.Errorf("%s: want a local answer, got %s", m.Name, p)
 			}
-		case spec.Special == FanOutDatabases || spec.Special == FanOutTableMeta:
-			if p.Kind != PlanFanOut || len(p.Legs) == 0 {
+		case spec.Special == methods.FanOutDatabases || spec.Special == methods.FanOutTableMeta:
+			if p.Kind != planner.PlanFanOut || len(p.Legs) == 0 {
 				t.Errorf("%s: want a fan-out, got %s", m.Name, p)
 			}
 			for _, l := range p.Legs {
@@ -118,28 +144,28 @@ func TestPlannerOverEveryMethodRow(t *testing.T) {
 					t.Errorf("%s with a catalog2 pattern asked %s", m.Name, l.Cat.Name)
 				}
 			}
-		case p.Kind == PlanRefuse:
+		case p.Kind == planner.PlanRefuse:
 			// The only other refusals: a runtime that cannot serve the
 			// method (HDP-only methods on catalog2's 3.1.3), or a
 			// namespace-less write.
 			switch p.Refusal.Reason {
 			case "hortonworks_only", "unsupported":
-				if mode, _ := r.adapters.Plan(r.runtimes[c2], m.Name); mode != compat.HortonworksOnly && mode != compat.Unsupported {
+				if mode, _ := r.adapters.Plan(r.lane(c2).runtime, m.Name); mode != compat.HortonworksOnly && mode != compat.Unsupported {
 					t.Errorf("%s refused as %s, but catalog2's runtime serves it", m.Name, p.Refusal.Reason)
 				}
 			case "namespace_less":
-				if spec.Unrouted != Refuse || hasDB {
+				if spec.Unrouted != methods.Refuse || hasDB {
 					t.Errorf("%s refused as namespace-less: %s", m.Name, p.Refusal.Message)
 				}
 			case "non_default_acid": // write ids exist only in the default catalog (acid.go)
-				if !writeIDMethods[m.Name] && !pinnedMethods[m.Name] {
+				if !writeIDs[m.Name] && !pinned[m.Name] {
 					t.Errorf("%s refused as an ACID call on catalog2: %s", m.Name, p.Refusal.Message)
 				}
 
 			default:
 				t.Errorf("%s: unexpected refusal %s", m.Name, p)
 			}
-		case p.Kind == PlanSingle:
+		case p.Kind == planner.PlanSingle:
 			if len(rawDBs(t, r, m)) > 0 {
 				if p.Target != c2 || p.DefaultRouted {
 					t.Errorf("%s names catalog2__sales but is planned %s", m.Name, p)
@@ -171,7 +197,7 @@ func rawDBs(t *testing.T, r *Router, m *thriftgen.Method) []string {
 	args := sampleArgs(m, "catalog2__sales")
 	var out []string
 	_ = wire.Walk(args.Encode(), spec.Args, 0, func(s *wire.Span) error {
-		if s.Role == RoleDB || s.Role == RoleFullTable || s.Role == RoleDBPattern {
+		if s.Role == methods.RoleDB || s.Role == methods.RoleFullTable || s.Role == methods.RoleDBPattern {
 			out = append(out, string(s.Val))
 		}
 		return nil
@@ -179,9 +205,9 @@ func rawDBs(t *testing.T, r *Router, m *thriftgen.Method) []string {
 	return out
 }
 
-func expectRefusal(t *testing.T, method string, p *Plan, reason string, fragments ...string) {
+func expectRefusal(t *testing.T, method string, p *planner.Plan, reason string, fragments ...string) {
 	t.Helper()
-	if p.Kind != PlanRefuse || p.Refusal.Reason != reason {
+	if p.Kind != planner.PlanRefuse || p.Refusal.Reason != reason {
 		t.Fatalf("%s: want a %s refusal, got %s", method, reason, p)
 	}
 	for _, f := range fragments {
@@ -209,7 +235,7 @@ func lockReq(comps ...[2]string) wire.Value {
 // split by catalog.
 func TestPlannerRefusesNamesOfTwoCatalogs(t *testing.T) {
 	r := testRouter(t)
-	if p := planOf(t, r, "lock", lockReq([2]string{"sales", "orders"}, [2]string{"catalog2__sales", "x"})); p.Kind != PlanSingle ||
+	if p := planOf(t, r, "lock", lockReq([2]string{"sales", "orders"}, [2]string{"catalog2__sales", "x"})); p.Kind != planner.PlanSingle ||
 		!p.SplitLock || p.Target != r.ns.Default() || p.Writes || len(p.DBs) != 0 {
 		t.Fatalf("a lock over catalog1 and catalog2: want a split lock, got %s", p)
 	}
@@ -222,14 +248,14 @@ func TestPlannerRefusesNamesOfTwoCatalogs(t *testing.T) {
 
 	// Hive's INSERT … VALUES placeholder belongs to no catalog.
 	p := planOf(t, r, "lock", lockReq([2]string{"catalog2__sales", "t"}, [2]string{"_dummy_database", "_dummy_table"}))
-	if p.Kind != PlanSingle || p.Target.Name != "catalog2" {
+	if p.Kind != planner.PlanSingle || p.Target.Name != "catalog2" {
 		t.Fatalf("a lock on catalog2__sales.t with the dummy source: %s", p)
 	}
 	// A catalog field names the catalog: plain names are that catalog's
 	// (Hive 3 clients send catName with backend database names).
 	tbl := wire.Struct(wire.Field{ID: 1, V: wire.Struct(wire.Field{ID: 1, V: wire.Str("sales")}, wire.Field{ID: 2, V: wire.Str("t")},
 		wire.Field{ID: 4, V: wire.Str("catalog2")})})
-	if p := planOf(t, r, "get_table_req", tbl); p.Kind != PlanSingle || p.Target.Name != "catalog2" || p.DefaultRouted {
+	if p := planOf(t, r, "get_table_req", tbl); p.Kind != planner.PlanSingle || p.Target.Name != "catalog2" || p.DefaultRouted {
 		t.Fatalf("get_table_req with catName=catalog2 and dbName=sales: %s", p)
 	}
 }
@@ -245,7 +271,7 @@ func TestPlannerRenamesStayInTheirCatalog(t *testing.T) {
 		args := wire.Struct(wire.Field{ID: 1, V: wire.Str("catalog2__db")}, wire.Field{ID: 2, V: wire.Str("t")}, wire.Field{ID: 3, V: newTbl("db")})
 		expectRefusal(t, method, planOf(t, r, method, args), "cross_catalog_rename", "catalog2", "catalog1")
 		within := wire.Struct(wire.Field{ID: 1, V: wire.Str("catalog2__db")}, wire.Field{ID: 2, V: wire.Str("t")}, wire.Field{ID: 3, V: newTbl("catalog2__other")})
-		if p := planOf(t, r, method, within); p.Kind != PlanSingle || p.Target.Name != "catalog2" {
+		if p := planOf(t, r, method, within); p.Kind != planner.PlanSingle || p.Target.Name != "catalog2" {
 			t.Fatalf("%s: a rename across databases of catalog2 must pass: %s", method, p)
 		}
 	}
@@ -261,12 +287,12 @@ func TestPlannerRenamesStayInTheirCatalog(t *testing.T) {
 // prefix.
 func TestPlannerPatternAlternatives(t *testing.T) {
 	r := testRouter(t)
-	legs := func(pattern string) map[string]Leg {
+	legs := func(pattern string) map[string]planner.Leg {
 		p := planOf(t, r, "get_databases", wire.Struct(wire.Field{ID: 1, V: wire.Str(pattern)}))
-		if p.Kind != PlanFanOut {
+		if p.Kind != planner.PlanFanOut {
 			t.Fatalf("get_databases(%q): %s", pattern, p)
 		}
-		out := map[string]Leg{}
+		out := map[string]planner.Leg{}
 		for _, l := range p.Legs {
 			out[l.Cat.Name] = l
 		}
@@ -287,7 +313,7 @@ func TestPlannerPatternAlternatives(t *testing.T) {
 	}
 	tm := planOf(t, r, "get_table_meta", wire.Struct(wire.Field{ID: 1, V: wire.Str("catalog2__a|catalog3__b")},
 		wire.Field{ID: 2, V: wire.Str("*")}, wire.Field{ID: 3, V: wire.List(wire.TString)}))
-	if len(tm.Legs) != 2 || tm.Legs[0].Args.Field(1).String() != "a" || tm.Legs[1].Args.Field(1).String() != "b" {
+	if len(tm.Legs) != 2 || legPattern(t, tm.Legs[0]) != "a" || legPattern(t, tm.Legs[1]) != "b" {
 		t.Fatalf("get_table_meta alternatives: %s", tm)
 	}
 }
@@ -327,7 +353,7 @@ func TestNamespaceLessWritesInOneAndSeveralCatalogs(t *testing.T) {
 		if m == "add_partitions" {
 			args = emptyParts
 		}
-		if p := planOf(t, one, m, args); p.Kind != PlanSingle || p.Target.Name != "catalog1" {
+		if p := planOf(t, one, m, args); p.Kind != planner.PlanSingle || p.Target.Name != "catalog1" {
 			t.Fatalf("%s in a one-catalog deployment: want it forwarded to catalog1, got %s", m, p)
 		}
 	}
@@ -348,9 +374,9 @@ func TestCatalogRegistryCallsAnswerAsTheMetastore(t *testing.T) {
 		return wire.Struct(wire.Field{ID: 1, V: rq})
 	}
 	yes, no := true, false
-	h3 := &Frontend{Name: "primary", Profile: thriftgen.ProfileApache313}
-	h4 := &Frontend{Name: "hive4", Profile: thriftgen.ProfileApache410}
-	plan := func(fe *Frontend, method string, args wire.Value) *Plan {
+	h3 := &planner.Frontend{Name: "primary", Profile: thriftgen.ProfileApache313}
+	h4 := &planner.Frontend{Name: "hive4", Profile: thriftgen.ProfileApache410}
+	plan := func(fe *planner.Frontend, method string, args wire.Value) *planner.Plan {
 		raw := wire.AppendMessage(nil, wire.Header{Name: method, Type: wire.Call, SeqID: 1}, &args)
 		m, err := wire.ParseMessage(raw, 0)
 		if err != nil {
@@ -364,7 +390,7 @@ func TestCatalogRegistryCallsAnswerAsTheMetastore(t *testing.T) {
 	expectRefusal(t, "drop_catalog of a configured catalog (4.1)", plan(h4, "drop_catalog", drop("Catalog2", &yes)), "catalog_registry")
 	for _, c := range []struct {
 		what     string
-		fe       *Frontend
+		fe       *planner.Frontend
 		ifExists *bool
 		empty    bool
 	}{
@@ -376,13 +402,13 @@ func TestCatalogRegistryCallsAnswerAsTheMetastore(t *testing.T) {
 	} {
 		p := plan(c.fe, "drop_catalog", drop("nosuchcatalog", c.ifExists))
 		if c.empty {
-			if p.Kind != PlanLocal || p.Local != AnswerEmpty {
+			if p.Kind != planner.PlanLocal || p.Local != planner.AnswerEmpty {
 				t.Errorf("drop_catalog of a missing catalog by %s: want the empty success, got %s", c.what, p)
 			}
 			continue
 		}
 		expectRefusal(t, "drop_catalog of a missing catalog by "+c.what, p, "no_such_catalog", "No catalog nosuchcatalog", "catalog1, catalog2, catalog3")
-		if p.Refusal.Kind != RefuseNoSuchObject {
+		if p.Refusal.Kind != planner.RefuseNoSuchObject {
 			t.Errorf("%s: refusal kind %d, want NoSuchObjectException", c.what, p.Refusal.Kind)
 		}
 	}
@@ -400,13 +426,13 @@ func TestDatabasePatternsThatNameNothingAnswerEmpty(t *testing.T) {
 	for _, method := range []string{"get_table_meta", "get_databases"} {
 		for _, pattern := range []string{"", "@hive#!", "@catalog2#!", "@nosuchcatalog#*", "@h*#*", "@nosuchcatalog#"} {
 			p := planOf(t, r, method, wire.Struct(wire.Field{ID: 1, V: wire.Str(pattern)}, wire.Field{ID: 2, V: wire.Str("*")}))
-			if p.Kind != PlanLocal || p.Local != AnswerEmpty {
+			if p.Kind != planner.PlanLocal || p.Local != planner.AnswerEmpty {
 				t.Errorf("%s(%q): want the empty answer, got %s", method, pattern, p)
 			}
 		}
 		for pattern, legs := range map[string]int{"*": 3, "@hive#": 3, "@HIVE#*": 3, "@catalog2#": 1, "catalog2__*": 1} {
 			p := planOf(t, r, method, wire.Struct(wire.Field{ID: 1, V: wire.Str(pattern)}, wire.Field{ID: 2, V: wire.Str("*")}))
-			if p.Kind != PlanFanOut || len(p.Legs) != legs {
+			if p.Kind != planner.PlanFanOut || len(p.Legs) != legs {
 				t.Errorf("%s(%q): want a fan-out over %d catalogs, got %s", method, pattern, legs, p)
 			}
 		}
@@ -432,7 +458,7 @@ func TestABackendCatalogNameRoutesAsTheDefaultCatalogWithEitherPreserveSetting(t
 			{"create_table", wire.Struct(wire.Field{ID: 1, V: wire.Struct(wire.Field{ID: 1, V: wire.Str("t")}, wire.Field{ID: 17, V: wire.Str("catalog3")})}), "catalog3"},
 		} {
 			p := planOf(t, r, c.method, c.args)
-			if p.Kind != PlanSingle || p.Target.Name != c.want {
+			if p.Kind != planner.PlanSingle || p.Target.Name != c.want {
 				t.Errorf("preserve=%s %s: want %s, got %s", preserve, c.method, c.want, p)
 			}
 		}
@@ -498,7 +524,7 @@ func TestPlannerRenameToAPlainDatabaseIsTheDefaultCatalogs(t *testing.T) {
 			if c.src == "sales" {
 				want = "catalog1"
 			}
-			if p.Kind != PlanSingle || p.Target.Name != want {
+			if p.Kind != planner.PlanSingle || p.Target.Name != want {
 				t.Errorf("%s from %s to %s (catName %q): want %s, got %s", method, c.src, c.db, c.cat, want, p)
 			}
 		}
@@ -507,7 +533,21 @@ func TestPlannerRenameToAPlainDatabaseIsTheDefaultCatalogs(t *testing.T) {
 		p := planOf(t, r, "alter_table_req", req(cat, "catalog2__sales", newTbl("sales", cat)))
 		expectRefusal(t, "alter_table_req with catName "+cat, p, "cross_catalog_rename", "catalog2", "catalog1")
 	}
-	if p := planOf(t, r, "alter_table_req", req("catalog2", "sales", newTbl("s1", "catalog2"))); p.Kind != PlanSingle || p.Target.Name != "catalog2" {
+	if p := planOf(t, r, "alter_table_req", req("catalog2", "sales", newTbl("s1", "catalog2"))); p.Kind != planner.PlanSingle || p.Target.Name != "catalog2" {
 		t.Errorf("alter_table_req within catalog2 by plain names and catName: %s", p)
 	}
+}
+
+// writeIDs and pinned are the planner's sets of calls that belong to the
+// default catalog's transactions.
+var writeIDs, pinned = nameSet(planner.WriteIDMethods()...), nameSet(planner.PinnedMethods()...)
+
+// legPattern is the database pattern a get_table_meta leg sends.
+func legPattern(t *testing.T, l planner.Leg) string {
+	t.Helper()
+	v, err := wire.DecodeStruct(l.Args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.Field(1).String()
 }

@@ -6,18 +6,18 @@ import (
 	"strings"
 
 	"github.com/hms-proxy/hms-proxy/configs"
-	"github.com/hms-proxy/hms-proxy/thriftgen"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
-// Policy is one catalog's write policy and exposure rules.
+// Policy is one catalog's write policy and exposure rules (NewPolicy from its keys).
 type Policy struct {
 	access    configs.AccessMode
 	whitelist map[string]bool
 	exposure  *Exposure
 }
 
-func newPolicy(cc *configs.CatalogConfig) *Policy {
+func NewPolicy(cc *configs.CatalogConfig) *Policy {
 	p := &Policy{access: cc.AccessMode, whitelist: map[string]bool{}}
 	for _, db := range cc.WriteDBWhitelist {
 		p.whitelist[strings.ToLower(db)] = true
@@ -58,7 +58,7 @@ func (r *Router) WriteRefusal(catalog, db, what string) string {
 	if c == nil {
 		return ""
 	}
-	p := r.policies[c]
+	p := r.lane(c).policy
 	if db == "" {
 		if p.access != configs.AccessReadOnly {
 			return ""
@@ -151,108 +151,14 @@ func (e *Exposure) filterNames(body []byte, db string) ([]byte, int, error) {
 	return v.Encode(), removed, nil
 }
 
-// Lock types and data operations of LockComponent that write.
-const (
-	lockSharedRead               = 1
-	opInsert, opUpdate, opDelete = 2, 3, 4
-)
-
-// Transactions and the access modes. A transaction changes a catalog only
-// through calls the access modes judge on their own: a lock with write
-// components, allocate_table_write_ids, add_dynamic_partitions, the write
-// notification log, the metadata and statistics writes. Its own lifecycle
-// records nothing but the metastore's transaction bookkeeping (TXNS,
-// HIVE_LOCKS of the transaction, the reader's MIN_HISTORY rows), so the
-// access modes let it pass: HiveServer2 with DbTxnManager opens and commits
-// a transaction around every SELECT, and aborts the one a refused write
-// leaves open. The RPC classes (write, txn) stay as they are: they are the
-// rate limits' dimension, not this decision.
-//
-// get_latest_txnid_in_conflict only reads TXN_COMPONENTS and WRITE_SET;
-// add_write_ids_to_min_history records a reader's snapshot. seed_txn_id,
-// update_transaction_statistics (table parameters) and the compactor's calls
-// are writes.
-var txnLifecycle = map[string]bool{"open_txns": true, "commit_txn": true, "abort_txn": true, "abort_txns": true,
-	"heartbeat_txn_range": true, "get_latest_txnid_in_conflict": true, "add_write_ids_to_min_history": true}
-
-// Field ids of CommitTxnRequest and CommitTxnKeyValue (checked against the
-// schema by commitFieldIDs).
-const (
-	commitWriteEventInfos int16 = 3
-	commitReplLastIDInfo  int16 = 4
-	commitKeyValue        int16 = 5
-	keyValueTableID       int16 = 1
-)
-
-// commitFieldIDs checks the field ids above against the schema.
-func commitFieldIDs() error {
-	for _, c := range []struct {
-		st, name string
-		id       int16
-	}{{"CommitTxnRequest", "writeEventInfos", commitWriteEventInfos}, {"CommitTxnRequest", "replLastIdInfo", commitReplLastIDInfo},
-		{"CommitTxnRequest", "keyValue", commitKeyValue}, {"CommitTxnKeyValue", "tableId", keyValueTableID}} {
-		s := thriftgen.LookupStruct(c.st)
-		if s == nil || s.FieldByName(c.name) == nil || s.FieldByName(c.name).ID != c.id {
-			return fmt.Errorf("schema: field %s of %s is not id %d, which the access modes assume", c.name, c.st, c.id)
-		}
-	}
-	return nil
-}
-
-// commitOwnWrites lists what a commit_txn writes of its own, in Hive 4's
-// TxnHandler (CommitTxnFunction): writeEventInfos (the tables a replicated
-// transaction wrote, recorded as its completed components; its databases
-// are among the request's), replLastIdInfo (the repl.last.id parameter of
-// the database it names, and of its table and partitions), keyValue (a
-// parameter of the table with that id, updated on commit). tableID is
-// keyValue's table, -1 without one. Empty for a commit of the transaction
-// alone, and for arguments that cannot be read (the backend refuses those).
-func commitOwnWrites(body []byte) (fields []string, tableID int64) {
-	tableID = -1
-	v, err := wire.DecodeStruct(body)
-	if err != nil {
-		return nil, tableID
-	}
-	req := v.Field(1)
-	if req == nil || req.Type != wire.TStruct {
-		return nil, tableID
-	}
-	if l := req.Field(commitWriteEventInfos); l != nil && len(l.Elems) > 0 {
-		fields = append(fields, "writeEventInfos")
-	}
-	if req.Field(commitReplLastIDInfo) != nil {
-		fields = append(fields, "replLastIdInfo")
-	}
-	if kv := req.Field(commitKeyValue); kv != nil {
-		fields = append(fields, "keyValue")
-		if id := kv.Field(keyValueTableID); id != nil {
-			tableID = id.Int
-		}
-	}
-	return fields, tableID
-}
-
-// txnLifecycleOnly reports whether a call is a transaction's own lifecycle
-// (txnLifecycle), which the access modes let pass: a commit_txn only when it
-// carries no writes of its own.
-func txnLifecycleOnly(spec *Spec, body []byte) bool {
-	if !txnLifecycle[spec.Name] {
-		return false
-	}
-	if spec.Name == "commit_txn" {
-		fields, _ := commitOwnWrites(body)
-		return len(fields) == 0
-	}
-	return true
-}
-
 // callRefusal is writeRefusal for one call with its arguments: a commit_txn
-// is named with the writes it carries, and under a whitelist one that
-// updates a table parameter by table id (keyValue) is refused, since which
-// database that table is in cannot be read from the request.
+// is named with the writes it carries (planner.CommitOwnWrites), and under a
+// whitelist one that updates a table parameter by table id (keyValue) is
+// refused, since which database that table is in cannot be read from the
+// request.
 func (p *Policy) callRefusal(catalog, method string, dbs []string, body []byte) string {
 	if method == "commit_txn" && p.access != configs.AccessReadWrite {
-		fields, id := commitOwnWrites(body)
+		fields, id := planner.CommitOwnWrites(body)
 		if len(fields) > 0 {
 			method += " carrying " + strings.Join(fields, " and ")
 		}
@@ -262,36 +168,4 @@ func (p *Policy) callRefusal(catalog, method string, dbs []string, body []byte) 
 		}
 	}
 	return p.writeRefusal(catalog, method, dbs)
-}
-
-// writesData decides, for calls whose write-ness depends on the payload,
-// whether this one writes. A lock request writes when any component takes
-// more than a shared read or belongs to an INSERT/UPDATE/DELETE; a SELECT's
-// SHARED_READ lock on a READ_ONLY catalog must pass.
-func writesData(spec *Spec, body []byte) bool {
-	if spec.Name != "lock" {
-		return true
-	}
-	v, err := wire.DecodeStruct(body)
-	if err != nil {
-		return true // unreadable: treat as a write, the strict choice
-	}
-	req := v.Field(1)
-	if req == nil {
-		return true
-	}
-	comps := req.Field(1)
-	if comps == nil {
-		return true
-	}
-	for i := range comps.Elems {
-		c := &comps.Elems[i]
-		if t := c.Field(1); t == nil || t.Int != lockSharedRead {
-			return true
-		}
-		if op := c.Field(6); op != nil && (op.Int == opInsert || op.Int == opUpdate || op.Int == opDelete) {
-			return true
-		}
-	}
-	return false
 }

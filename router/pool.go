@@ -17,6 +17,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/router/breaker"
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -46,9 +47,9 @@ type BackendOptions struct {
 	// why (monitoring.RetireReasons; metrics).
 	OnRetire func(reason string)
 	// Table is the method table: which outcomes of which RPCs leave a
-	// session fit for the next client (sessions.go). nil: a session is
+	// session fit for the next client (router/methods' sessions.go). nil: a session is
 	// given back only after a success or UNKNOWN_METHOD.
-	Table *Table
+	Table *methods.Table
 	// Guard is the catalog's circuit breaker and adaptive timeout, shared
 	// by the catalog's shared pool and its impersonation pools; nil: none.
 	// Every client call asks it first (an open circuit fails fast, before a
@@ -342,7 +343,7 @@ func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, callDea
 	if err != nil {
 		return nil, err
 	}
-	s.retire = b.opt.Table.retireAfter(name, m)
+	s.retire = b.opt.Table.RetireAfter(name, m)
 	return m, nil
 }
 
@@ -588,4 +589,15 @@ func (b *Backend) Close() {
 			return
 		}
 	}
+}
+
+// failureReason labels a round trip that failed.
+func failureReason(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return monitoring.RetireCancelled
+	case isTimeout(err), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrBudgetExceeded):
+		return monitoring.RetireTimeout
+	}
+	return monitoring.RetireTransport
 }

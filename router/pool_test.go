@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -137,19 +138,19 @@ func TestPoolStampsItsOwnSequenceIDs(t *testing.T) {
 // peer answers each call with a scripted outcome; every call that must
 // retire its session makes the next one connect anew.
 func TestPoolRetiresSessionsAfterOutcomesThatMayLeaveState(t *testing.T) {
-	table, err := BuildTable()
+	table, err := methods.BuildTable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	declared := func(method string, field func(*Spec) int16) func(m *wire.Message) []byte {
+	declared := func(method string, field func(*methods.Spec) int16) func(m *wire.Message) []byte {
 		s := table.Lookup(method)
 		return func(m *wire.Message) []byte {
 			body := wire.Struct(wire.Field{ID: field(s), V: wire.Struct(wire.Field{ID: 1, V: wire.Str("no")})})
 			return wire.AppendMessage(nil, wire.Header{Name: m.Name, Type: wire.Reply, SeqID: m.SeqID}, &body)
 		}
 	}
-	noSuch := func(s *Spec) int16 { return s.NoSuchObjectField }
-	meta := func(s *Spec) int16 { return s.MetaExcField }
+	noSuch := func(s *methods.Spec) int16 { return s.NoSuchObjectField }
+	meta := func(s *methods.Spec) int16 { return s.MetaExcField }
 	app := func(typ int32) func(m *wire.Message) []byte {
 		return func(m *wire.Message) []byte { return wire.AppException(m.Name, m.SeqID, typ, "boom") }
 	}
@@ -160,7 +161,7 @@ func TestPoolRetiresSessionsAfterOutcomesThatMayLeaveState(t *testing.T) {
 	cases := []struct {
 		name, method string
 		answer       func(m *wire.Message) []byte
-		table        *Table
+		table        *methods.Table
 		retire       string // "" : the session serves every call
 	}{
 		{"a success", "get_all_databases", func(m *wire.Message) []byte { return reply(m.Name, m.SeqID) }, table, ""},
@@ -172,7 +173,7 @@ func TestPoolRetiresSessionsAfterOutcomesThatMayLeaveState(t *testing.T) {
 		{"a write's NoSuchObjectException", "drop_table", declared("drop_table", noSuch), table, "exception"},
 		{"a write's MetaException (exchange_partitions)", "exchange_partitions", declared("exchange_partitions", meta), table, "exception"},
 		{"a read's MetaException", "get_table", declared("get_table", meta), table, "exception"},
-		{"a lock call's exception", "check_lock", declared("check_lock", func(s *Spec) int16 { return 1 }), table, "exception"},
+		{"a lock call's exception", "check_lock", declared("check_lock", func(s *methods.Spec) int16 { return 1 }), table, "exception"},
 		{"INTERNAL_ERROR of a read", "get_table", app(wire.AppInternalError), table, "application_exception"},
 		{"PROTOCOL_ERROR", "lock", app(wire.AppProtocolError), table, "protocol_error"},
 		{"setMetaConf's success", "setMetaConf", void, table, "session_state"},

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/hms-proxy/hms-proxy/monitoring"
+	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/security/ratelimit"
 )
 
@@ -23,7 +25,7 @@ func RateLimit(l *ratelimit.Limiter, m *monitoring.Metrics) Middleware {
 	// The classes of each RPC-class bit set, built once.
 	var classes [16][]string
 	for c := range classes {
-		classes[c] = Class(c).Names()
+		classes[c] = methods.Class(c).Names()
 	}
 	return func(next Handler) Handler {
 		return func(ctx context.Context, x *Exchange) error {
@@ -54,7 +56,7 @@ func RateLimit(l *ratelimit.Limiter, m *monitoring.Metrics) Middleware {
 				if m != nil {
 					m.RateLimited(d.Dimension, d.Scope, x.Method(), string(spec.Family), catalog)
 				}
-				return &Refusal{Kind: RefuseMeta, Reason: "rate_limit", Message: d.Message(), Status: monitoring.StatusThrottled}
+				return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "rate_limit", Message: d.Message(), Status: monitoring.StatusThrottled}
 			})
 			if err != nil {
 				return err

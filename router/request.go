@@ -10,73 +10,70 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/hms-proxy/hms-proxy/audit"
 	"github.com/hms-proxy/hms-proxy/compat"
-	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/monitoring"
-	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
+	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/naming"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/security"
-	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
-// Options are the parts a Router is built from (built in cmd, passed in).
+// Options are the parts a Router is built from (built in app, passed in).
 type Options struct {
-	Config  *configs.Config
-	Metrics *monitoring.Metrics
-	Audit   *audit.Logger // nil: audit off
-	Log     *slog.Logger
+	// Namespace is the naming model (NamespaceFor) and Lanes its catalogs'
+	// lanes in the same order (NewLane): one lane per catalog.
+	Namespace *naming.Namespace
+	Lanes     []*Lane
+	// Table is the method table (nil: methods.BuildTable()); the lanes'
+	// pools use the same one.
+	Table *methods.Table
+	// MaxMessage bounds a request's argument walk (server.max-message-size).
+	MaxMessage int
+	Metrics    *monitoring.Metrics
+	Audit      *audit.Logger // nil: audit off
+	Log        *slog.Logger
 	// Tracer receives per-request debug traces; nil = tracing off (free).
 	Tracer Tracer
-	// Dial overrides backend dialing (tests, later: SASL); nil = TCP.
-	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Adapters are the compatibility adapters calls are planned with;
 	// nil = compat.NewAdapters().
 	Adapters *compat.Adapters
-	// Outer middlewares run first (rate limits); Inner ones after access
-	// mode and exposure, just before the executor (guards, lock shim,
-	// breakers). See chain.go.
-	Outer, Inner []Middleware
+	// The links of the policy chain that are built outside the router, at
+	// their places in it (chain.go says the order and why): Outer first
+	// (rate limits), Authorize after exposure (the Ranger slot), Inner just
+	// before the executor (cache coherence).
+	Outer, Authorize, Inner []Middleware
 	// Locks is the synthetic lock shim of the non-default catalogs (see
 	// locks.go); nil: a lock on another catalog than the default is refused.
 	Locks *locks.Shim
 	// LockMetrics counts lock-request splits (nil: not counted).
 	LockMetrics *locks.Metrics
-	// Dials override Dial per catalog name (outbound Kerberos). See security.go.
-	Dials map[string]func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Local methods the proxy answers itself (delegation tokens), by name;
 	// they take precedence over the method table's routing.
 	Local map[string]LocalHandler
-	// Impersonation of the caller per catalog name (impersonation.go).
-	Impersonation map[string]*ImpersonationOptions
 	// Tables: view SQL rewrite, the transactional DDL and Iceberg pointer
-	// guards, the drop purge (tables.go); they run between exposure and
-	// Inner.
+	// guards, the drop purge (tables.go).
 	Tables TablePolicies
-	// Resilience: breakers, adaptive timeouts, polling, hedged and degraded
-	// fan-out, the database caches (resilience.go).
+	// Resilience: polling, hedged and degraded fan-out, the database
+	// caches (resilience.go); the breakers are the lanes'.
 	Resilience ResilienceOptions
 }
 
-// Router routes calls of every front-door listener.
+// Router routes calls of every front-door listener. Everything of one
+// catalog is in its lane (lane.go); the router holds the lanes and what
+// every catalog shares.
 type Router struct {
-	ns       *Namespace
-	table    *Table
-	backends map[*Catalog]*Backend
-	policies map[*Catalog]*Policy
-	exposed  bool // some catalog's expose rules hide something
-	runtimes map[*Catalog]*compat.Runtime
-	dialects map[*Catalog]*compat.Dialect // backend field-id dialects (HDP 3.1.5 Table)
-	guards   map[*Catalog]*compat.Guard   // drop implied fields; refuse writes the backend runtime would silently lose
+	ns       *naming.Namespace
+	lanes    []*Lane // by naming.Catalog.Index
+	table    *methods.Table
+	exposed  bool // some lane's expose rules hide something
 	adapters *compat.Adapters
 	metrics  *monitoring.Metrics
 	audit    *audit.Logger
@@ -85,6 +82,7 @@ type Router struct {
 	seq      atomic.Uint64
 	bufs     sync.Pool
 	trace    Tracer
+	planner  *planner.Planner
 	chain    Handler
 	logs     *logLimiter
 
@@ -93,7 +91,6 @@ type Router struct {
 	lockStore   lockStoreState
 	tablePaths  map[string][][]int16 // create_table*/alter_table*: where their Tables are (ACID policy)
 	locals      map[string]LocalHandler
-	users       map[*Catalog]*userPools
 	res         resilience
 }
 
@@ -109,23 +106,41 @@ type Tracer interface {
 	// ClientReply: what the client gets (nil for oneway calls).
 	ClientReply(id uint64, reply []byte)
 	// Plan: what the router decided to do with the request.
-	Plan(id uint64, p *Plan)
+	Plan(id uint64, p *planner.Plan)
 }
 
-// New builds the router, its method table and one backend pool per catalog.
+// New builds the router over its lanes.
 func New(opt Options) (*Router, error) {
-	cfg := opt.Config
-	table, err := BuildTable()
-	if err != nil {
-		return nil, err
+	ns := opt.Namespace
+	if ns == nil || ns.Default() == nil {
+		return nil, fmt.Errorf("router: no naming model with a default catalog")
 	}
-	r := &Router{table: table, backends: map[*Catalog]*Backend{}, policies: map[*Catalog]*Policy{}, runtimes: map[*Catalog]*compat.Runtime{}, dialects: map[*Catalog]*compat.Dialect{}, guards: map[*Catalog]*compat.Guard{},
-		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: int(cfg.Server.MaxMessageSize), trace: opt.Tracer,
+	if len(opt.Lanes) != len(ns.Catalogs()) {
+		return nil, fmt.Errorf("router: %d lanes for %d catalogs", len(opt.Lanes), len(ns.Catalogs()))
+	}
+	for i, c := range ns.Catalogs() {
+		if l := opt.Lanes[i]; l == nil || l.cat != c {
+			return nil, fmt.Errorf("router: lane %d is not catalog %s's", i, c.Name)
+		}
+		if opt.Lanes[i].authorizer != nil && len(opt.Authorize) == 0 {
+			// A safety feature configured but not built refuses to start.
+			return nil, fmt.Errorf("catalog %s has a Ranger authorizer, but the policy chain has no authorization link to run it", c.Name)
+		}
+	}
+	table := opt.Table
+	if table == nil {
+		var err error
+		if table, err = methods.BuildTable(); err != nil {
+			return nil, err
+		}
+	}
+	r := &Router{ns: ns, lanes: opt.Lanes, table: table,
+		metrics: opt.Metrics, audit: opt.Audit, log: opt.Log, maxMsg: opt.MaxMessage, trace: opt.Tracer,
 		shim: opt.Locks, lockMetrics: opt.LockMetrics, tablePaths: ddlTablePaths()}
 	if err := tableFieldIDs(); err != nil {
 		return nil, err
 	}
-	if err := commitFieldIDs(); err != nil {
+	if err := planner.CommitFieldIDs(); err != nil {
 		return nil, err
 	}
 	if r.log == nil {
@@ -133,105 +148,30 @@ func New(opt Options) (*Router, error) {
 	}
 	r.logs = newLogLimiter(r.log, time.Second)
 	if r.adapters = opt.Adapters; r.adapters == nil {
+		var err error
 		if r.adapters, err = compat.NewAdapters(); err != nil {
 			return nil, err
 		}
 	}
 	r.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
-	r.res = resilience{opt: opt.Resilience, guards: map[*Catalog]*breaker.Guard{}, state: map[*Catalog]*catalogState{},
-		cache: opt.Resilience.Cache, m: opt.Resilience.Metrics}
-	var cats []*Catalog
-	byName := map[string]*configs.CatalogConfig{}
-	for _, cc := range cfg.Catalogs {
-		backendName := cc.Conf["metastore.catalog.default"]
-		if backendName == "" {
-			backendName = cc.Conf["hive.metastore.catalog.default"]
-		}
-		if backendName == "" {
-			backendName = "hive"
-		}
-		cats = append(cats, &Catalog{Name: cc.Name, BackendName: backendName})
-		byName[cc.Name] = cc
-	}
-	r.ns = NewNamespace(cfg.Routing.CatalogDBSeparator, cfg.Routing.DefaultCatalog,
-		cfg.Federation.PreserveBackendCatalogName, cats)
-	if r.ns.Default() == nil {
-		return nil, fmt.Errorf("routing.default-catalog=%q is not one of catalogs", cfg.Routing.DefaultCatalog)
-	}
-	for _, c := range cats {
-		cc := byName[c.Name]
-		name := c.Name
-		sel := strings.ToUpper(firstNonEmpty(cc.Conf["metastore.thrift.uri.selection"], cc.Conf["hive.metastore.uri.selection"]))
-		dial := opt.Dial
-		if d := opt.Dials[c.Name]; d != nil {
-			dial = d
-		}
-		guard, err := r.res.guardFor(c, cc.LatencyBudget)
-		if err != nil {
-			return nil, err
-		}
-		r.res.guards[c], r.res.state[c] = guard, &catalogState{}
-		r.res.m.Known(c.Name, safeFanoutMethods...)
-		bo := BackendOptions{
-			Catalog: c.Name, URIs: cc.URIs, Sequential: sel == "SEQUENTIAL",
-			PoolSize: cc.SharedSessionPoolSize, BorrowTimeout: cc.LatencyBudget, CallBudget: cc.LatencyBudget,
-			ConnectTimeout: cc.ConnectTimeout, SocketTimeout: cc.SocketTimeout,
-			ConnectRetries: cc.ConnectRetries, RetryDelay: cc.ConnectRetryDelay, Framed: cc.FramedTransport,
-			Dial:       dial,
-			OnSessions: r.metrics.BackendSessionsOf(name),
-			OnAcquireTimeout: func(op string) {
-				if r.metrics != nil {
-					r.metrics.SessionAcquireTimeout(name, op)
-				}
-			},
-			OnRetire: func(reason string) { r.metrics.SessionRetired(name, reason) },
-			Table:    r.table,
-			Guard:    guard,
-		}
-		b, err := NewBackend(bo)
-		if err != nil {
-			return nil, err
-		}
-		r.backends[c] = b
-		if io := opt.Impersonation[c.Name]; io != nil {
-			if err := r.impersonate(c, bo, io); err != nil {
-				return nil, err
-			}
-		}
-		r.policies[c] = newPolicy(cc)
-		r.exposed = r.exposed || r.policies[c].exposure.active()
-		if r.runtimes[c], err = compat.Lookup(string(cc.RuntimeProfile)); err != nil {
-			return nil, fmt.Errorf("catalog.%s.runtime-profile: %v", c.Name, err)
-		}
-		if r.dialects[c], err = compat.NewDialect(r.runtimes[c]); err != nil {
-			return nil, err
-		}
-		if r.guards[c], err = compat.NewGuard(r.runtimes[c]); err != nil {
-			return nil, err
-		}
+	r.res = resilience{opt: opt.Resilience, cache: opt.Resilience.Cache, m: opt.Resilience.Metrics}
+	for _, l := range r.lanes {
+		r.exposed = r.exposed || l.policy.exposure.active()
+		r.res.m.Known(l.cat.Name, safeFanoutMethods...)
 		if r.metrics != nil {
-			r.metrics.KnownBackend(c.Name)
+			r.metrics.KnownBackend(l.cat.Name)
+		}
+		if r.res.cache.Shared(dbcache.DatabaseList) {
+			l.allLoader = r.newListLoader(l.cat, nil, "get_all_databases", planner.EmptyArgs)
 		}
 	}
-	mws := append([]Middleware{}, opt.Outer...)
 	tables, err := newTablePolicy(r, opt.Tables)
 	if err != nil {
 		return nil, err
 	}
-	mws = append(mws, r.accessMode, r.exposure, tables.middleware, r.acidTables)
-	if r.shim != nil {
-		mws = append(mws, r.lockShim)
-	}
-	mws = append(mws, opt.Inner...)
-	mws = append(mws, r.invalidateDatabases) // innermost: only calls that reached the executor
-	r.chain = compose(r.execute, mws...)
+	r.chain = compose(r.execute, r.links(opt, tables)...)
 	r.locals = opt.Local
-	if r.res.cache.Shared(dbcache.DatabaseList) {
-		r.res.allLoaders = map[*Catalog]dbcache.Loader{}
-		for _, c := range cats {
-			r.res.allLoaders[c] = r.newListLoader(c, nil, "get_all_databases", emptyArgs)
-		}
-	}
+	r.planner = planner.New(r.facts())
 	if po := opt.Resilience.Polling; po != nil {
 		if r.res.poller, err = r.newPoller(*po); err != nil {
 			return nil, err
@@ -240,20 +180,26 @@ func New(opt Options) (*Router, error) {
 	return r, nil
 }
 
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
+// Table returns the method table (metric label set, tests).
+func (r *Router) Table() *methods.Table { return r.table }
+
+// facts are what the planner may know: the lanes' static facts (their
+// catalogs and runtimes) and the router-wide ones.
+func (r *Router) facts() planner.Facts {
+	f := planner.Facts{Namespace: r.ns, Table: r.table, Adapters: r.adapters, MaxMessage: r.maxMsg,
+		LockShim: r.shim != nil, Local: map[string]bool{},
+		SyntheticRefreshPrivileges: r.res.opt.SyntheticRefreshPrivileges}
+	for _, l := range r.lanes {
+		f.Lanes = append(f.Lanes, planner.LaneFacts{Catalog: l.cat, Runtime: l.runtime})
 	}
-	return ""
+	for name, h := range r.locals {
+		f.Local[name] = h != nil
+	}
+	return f
 }
 
-// Table returns the method table (metric label set, tests).
-func (r *Router) Table() *Table { return r.table }
-
 // Namespace returns the naming model.
-func (r *Router) Namespace() *Namespace { return r.ns }
+func (r *Router) Namespace() *naming.Namespace { return r.ns }
 
 // WriteIsolated reports whether concurrent writers of one table of catalog
 // are serialized by a lock the proxy can rely on: the default catalog's own
@@ -270,7 +216,7 @@ func (r *Router) WriteIsolated(catalog string) bool {
 	return c.Default || r.shim != nil && r.shim.Isolates()
 }
 
-// Close stops the background work and closes every backend pool.
+// Close stops the background work and closes every lane's pools.
 func (r *Router) Close() {
 	if r.res.poller != nil {
 		r.res.poller.Close()
@@ -278,36 +224,15 @@ func (r *Router) Close() {
 	if r.res.cache != nil {
 		r.res.cache.Close()
 	}
-	for _, u := range r.users {
-		u.close()
+	for _, l := range r.lanes {
+		l.Close()
 	}
-	for _, b := range r.backends {
-		b.Close()
-	}
-}
-
-// Frontend is one front-door listener's view: its name and the method set of
-// its profile.
-type Frontend struct {
-	Name    string
-	Profile thriftgen.ProfileSet
-	Runtime *compat.Runtime // identity (getVersion); nil = forward
-	Dialect *compat.Dialect // field-id dialect of the profile's clients; nil = canonical
-	// Internal: the proxy's own in-process connections (the Iceberg REST
-	// frontend's metastore client). What they hold, such as a lock taken for
-	// a commit, belongs to this instance and ends with it.
-	Internal bool
-}
-
-// Allows reports whether the listener's profile has the method.
-func (f *Frontend) Allows(s *Spec) bool {
-	return f == nil || f.Profile == 0 || s.Method.Profiles&f.Profile != 0
 }
 
 // ConnInfo is the per-connection state the pipeline reads.
 type ConnInfo struct {
 	Remote   string
-	Frontend *Frontend
+	Frontend *planner.Frontend
 	identity atomic.Pointer[security.Identity]
 }
 
@@ -342,10 +267,11 @@ func Info(ctx context.Context) *RequestInfo {
 // its plan, and its outcome (read by metrics, audit and logs). It lives for
 // the call; small inline arrays keep a typical request allocation-free.
 type request struct {
+	r    *Router
 	msg  *wire.Message
 	conn *ConnInfo
 	info RequestInfo
-	plan Plan
+	plan planner.Plan
 	out  []byte // the client's answer
 
 	catalog       string
@@ -357,14 +283,14 @@ type request struct {
 	status        string
 	reason        string // refusal reason label
 
-	rt   route      // the catalog hints of the arguments
-	av   argVisitor // their walk
-	x    Exchange   // the single-catalog exchange
-	out2 outward    // outward rewrites collected while the reply is read
-	rw   ReplyWalk  // the walk that collects them
+	x    Exchange  // the single-catalog exchange
+	out2 outward   // outward rewrites collected while the reply is read
+	rw   ReplyWalk // the walk that collects them
 
-	// Fan-out (fanout.go): the catalogs asked (legs not left out), those
-	// left out under SAFE_FANOUT_READS, the bound of attempts in flight.
+	// Fan-out (cursor.go, fanout.go): the legs' exchanges, the catalogs
+	// asked (legs not left out), those left out under SAFE_FANOUT_READS,
+	// the bound of attempts in flight.
+	legs           []Exchange
 	asked, omitted []string
 	askedArr       [2]string
 	fanSem         chan struct{}
@@ -385,7 +311,7 @@ func (r *Router) Handle(ctx context.Context, conn *ConnInfo, msg *wire.Message, 
 	if r.trace != nil {
 		r.trace.Incoming(id, conn, msg)
 	}
-	if d := conn.Frontend.dialect(); d.Touches(msg.Name, false) || d.Touches(msg.Name, true) {
+	if d := clientDialect(conn.Frontend); d.Touches(msg.Name, false) || d.Touches(msg.Name, true) {
 		r.serveDialect(ctx, req, d)
 	} else {
 		r.serve(ctx, req)
@@ -395,36 +321,6 @@ func (r *Router) Handle(ctx context.Context, conn *ConnInfo, msg *wire.Message, 
 	}
 	r.finish(req, time.Since(start))
 	return req.out
-}
-
-// serve plans the request and runs the plan.
-func (r *Router) serve(ctx context.Context, req *request) {
-	r.plan(req)
-	p := &req.plan
-	if r.trace != nil {
-		r.trace.Plan(req.info.ID, p)
-	}
-	switch p.Kind {
-	case PlanRefuse:
-		if p.Refusal.Reason == "ambiguous" && r.metrics != nil {
-			r.metrics.RoutingAmbiguous()
-		}
-		r.refuse(req, p.Refusal)
-	case PlanLocal:
-		if p.Local == AnswerHandler {
-			r.serveLocalCall(ctx, req, r.locals[req.msg.Name])
-			break
-		}
-		r.local(req)
-	case PlanSingle:
-		req.catalog, req.routed, req.defaultRouted = p.Target.Name, true, p.DefaultRouted
-		req.x = Exchange{req: req, Cat: p.Target}
-		if err := r.chain(ctx, &req.x); err != nil {
-			r.answer(req, err)
-		}
-	case PlanFanOut:
-		r.fanOut(ctx, req)
-	}
 }
 
 // finish counts and audits the request once.
@@ -462,17 +358,6 @@ func (r *Router) finish(req *request, d time.Duration) {
 	}
 }
 
-// view returns a string sharing b's bytes. The router uses it only for
-// values read from the message being served, whose buffer is neither
-// changed nor reused until the call is answered; nothing that outlives the
-// call may keep such a string.
-func view(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
-}
-
 // outward collects the internal → external rewrites of a result body.
 // Replacement bytes are appended to one arena per call (slices taken before
 // the arena grows stay valid), and a catalog's external name is encoded
@@ -480,8 +365,8 @@ func view(b []byte) string {
 // It runs after a reply was read (outwardPatches), or while the pool reads
 // it (ReplyWalk), which saves a second pass over the reply.
 type outward struct {
-	ns      *Namespace
-	cat     *Catalog
+	ns      *naming.Namespace
+	cat     *naming.Catalog
 	patches []wire.Patch
 	arena   []byte
 }
@@ -490,18 +375,18 @@ type outward struct {
 func (o *outward) Visit(s *wire.Span) error {
 	cat, ns := o.cat, o.ns
 	switch s.Role {
-	case RoleDB, RoleFullTable:
+	case methods.RoleDB, methods.RoleFullTable:
 		if cat.Default {
 			return nil
 		}
 		start := len(o.arena)
-		o.arena = appendPrefixed(o.arena, cat.Name, ns.sep, "", s.Val)
+		o.arena = naming.AppendPrefixed(o.arena, cat.Name, ns.Separator(), "", s.Val)
 		o.patches = append(o.patches, wire.Patch{Start: s.Start, End: s.End, Data: o.arena[start:len(o.arena):len(o.arena)]})
-	case RoleCatalog:
-		if ns.preserve || string(s.Val) == cat.Name {
+	case methods.RoleCatalog:
+		if ns.Preserve() || string(s.Val) == cat.Name {
 			return nil
 		}
-		o.patches = append(o.patches, wire.Patch{Start: s.Start, End: s.End, Data: cat.encoded()})
+		o.patches = append(o.patches, wire.Patch{Start: s.Start, End: s.End, Data: cat.Encoded()})
 	}
 	return nil
 }
@@ -510,18 +395,8 @@ func (o *outward) Visit(s *wire.Span) error {
 func (o *outward) Reset() { o.patches, o.arena = o.patches[:0], o.arena[:0] }
 
 // outwardPatches computes the outward rewrites of a result body.
-func (r *Router) outwardPatches(plan *wire.Plan, cat *Catalog, body []byte, patches []wire.Patch) ([]wire.Patch, error) {
+func (r *Router) outwardPatches(plan *wire.Plan, cat *naming.Catalog, body []byte, patches []wire.Patch) ([]wire.Patch, error) {
 	o := outward{ns: r.ns, cat: cat, patches: patches}
 	err := wire.WalkVisitor(body, plan, 0, &o)
 	return o.patches, err
-}
-
-// appendPrefixed appends the Thrift string a+b+c+d.
-func appendPrefixed(dst []byte, a, b, c string, d []byte) []byte {
-	n := len(a) + len(b) + len(c) + len(d)
-	dst = append(dst, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
-	dst = append(dst, a...)
-	dst = append(dst, b...)
-	dst = append(dst, c...)
-	return append(dst, d...)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hms-proxy/hms-proxy/monitoring/metric"
 	"github.com/hms-proxy/hms-proxy/router/breaker"
 	"github.com/hms-proxy/hms-proxy/router/dbcache"
 	"github.com/hms-proxy/hms-proxy/router/polling"
@@ -35,11 +36,8 @@ import (
 //     logged, audited and shown in /readyz.
 
 // ResilienceOptions are the latency-aware parts of a Router. The zero value
-// turns everything off (a guard with defaults per catalog, strict fan-out).
+// turns everything off (strict fan-out; the breakers are the lanes').
 type ResilienceOptions struct {
-	// Guards by catalog name; a catalog without one gets a guard with the
-	// breaker and the adaptive timeout off and the catalog's latency budget.
-	Guards map[string]*breaker.Guard
 	// Polling, when set, probes every catalog in the background (Start);
 	// the router fills in Targets and Report. /readyz then shows the last
 	// probes instead of probing on request.
@@ -109,20 +107,15 @@ type ResilienceMetrics struct {
 
 // NewResilienceMetrics registers the metrics with reg (nil: unregistered).
 func NewResilienceMetrics(reg prometheus.Registerer) (*ResilienceMetrics, error) {
+	r := metric.New(reg, "resilience metrics")
 	m := &ResilienceMetrics{
-		omitted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricFanoutOmittedTotal,
-			Help: "Catalogs left out of a safe fan-out read (routing.degraded-routing-policy=SAFE_FANOUT_READS), by method, catalog and reason (circuit_open, probe_failed, timeout, failed)."},
-			[]string{"method", "catalog", "reason"}),
-		hedges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricHedgedReadsTotal,
-			Help: "Second attempts of fan-out reads sent to a slow catalog (routing.hedged-read), by catalog and result: won (answered first) or lost."},
-			[]string{"catalog", "result"}),
+		omitted: r.CounterVec(MetricFanoutOmittedTotal,
+			"Catalogs left out of a safe fan-out read (routing.degraded-routing-policy=SAFE_FANOUT_READS), by method, catalog and reason (circuit_open, probe_failed, timeout, failed).", "method", "catalog", "reason"),
+		hedges: r.CounterVec(MetricHedgedReadsTotal,
+			"Second attempts of fan-out reads sent to a slow catalog (routing.hedged-read), by catalog and result: won (answered first) or lost.", "catalog", "result"),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.omitted, m.hedges} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("resilience metrics: %w", err)
-			}
-		}
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -166,35 +159,23 @@ type catalogState struct {
 	lastOmit  atomic.Int64 // unix seconds of the last one
 }
 
-// resilience is the router's part of ResilienceOptions.
+// resilience is the router's part of ResilienceOptions (each catalog's
+// breaker and probe state are its lane's).
 type resilience struct {
 	opt    ResilienceOptions
-	guards map[*Catalog]*breaker.Guard
-	state  map[*Catalog]*catalogState
 	poller *polling.Poller
 	cache  *dbcache.Cache
 	m      *ResilienceMetrics
-	// allLoaders: the shared get_all_databases loader of each catalog
-	// (built once: a cache hit allocates no loader).
-	allLoaders map[*Catalog]dbcache.Loader
 
 	startOnce sync.Once
 }
 
-// guardFor returns the configured guard of a catalog or a default one.
-func (rs *resilience) guardFor(c *Catalog, budget time.Duration) (*breaker.Guard, error) {
-	if g := rs.opt.Guards[c.Name]; g != nil {
-		return g, nil
-	}
-	return breaker.New(breaker.Options{Catalog: c.Name, LatencyBudget: budget})
-}
-
-// newPoller builds the background poller over the router's shared pools.
+// newPoller builds the background poller over the lanes' shared pools.
 func (r *Router) newPoller(o polling.Options) (*polling.Poller, error) {
 	o.Targets = nil
-	for _, c := range r.ns.Catalogs() {
-		b := r.backends[c]
-		o.Targets = append(o.Targets, polling.Target{Name: c.Name, Probe: func(ctx context.Context) error {
+	for _, l := range r.lanes {
+		b := l.pool
+		o.Targets = append(o.Targets, polling.Target{Name: l.cat.Name, Probe: func(ctx context.Context) error {
 			reply, done, err := b.Probe(ctx, polling.DBUUID.Request(1))
 			if err != nil {
 				return err
@@ -203,23 +184,18 @@ func (r *Router) newPoller(o polling.Options) (*polling.Poller, error) {
 			return polling.DBUUID.Check(reply)
 		}})
 	}
-	byName := map[string]*Catalog{}
-	for _, c := range r.ns.Catalogs() {
-		byName[c.Name] = c
-	}
 	o.Report = func(res polling.Result) {
-		c := byName[res.Target]
-		if c == nil {
+		l := r.Lane(res.Target)
+		if l == nil {
 			return
 		}
-		b, st := r.backends[c], r.res.state[c]
-		b.markProbe()
+		l.pool.markProbe()
 		if res.Err != nil {
-			b.failure(fmt.Errorf("probe: %w", res.Err))
+			l.pool.failure(fmt.Errorf("probe: %w", res.Err))
 		}
-		st.probeFail.Store(res.Err != nil)
-		st.probed.Store(true)
-		r.res.guards[c].ProbeResult(res.Latency, res.Err)
+		l.state.probeFail.Store(res.Err != nil)
+		l.state.probed.Store(true)
+		l.breaker.ProbeResult(res.Latency, res.Err)
 	}
 	if o.Log == nil {
 		o.Log = r.log
@@ -253,14 +229,14 @@ func (r *Router) LastBackgroundProbe() time.Time {
 	return r.res.poller.LastRound()
 }
 
-// degradedNow says why a safe fan-out leaves catalog c out before asking
-// it: its circuit is open, or its last background probe failed ("" when it
-// is asked).
-func (r *Router) degradedNow(c *Catalog) string {
-	if r.res.guards[c].Circuit() == breaker.Open {
+// degradedNow says why a safe fan-out leaves the lane's catalog out before
+// asking it: its circuit is open, or its last background probe failed (""
+// when it is asked).
+func (l *Lane) degradedNow() string {
+	if l.breaker.Circuit() == breaker.Open {
 		return OmitCircuitOpen
 	}
-	if st := r.res.state[c]; st.probed.Load() && st.probeFail.Load() {
+	if l.state.probed.Load() && l.state.probeFail.Load() {
 		return OmitProbeFailed
 	}
 	return ""
@@ -284,8 +260,8 @@ func omissionReason(err error) string {
 }
 
 // recordOmission counts, logs and remembers one omitted catalog.
-func (r *Router) recordOmission(method string, c *Catalog, reason string, err error) {
-	st := r.res.state[c]
+func (r *Router) recordOmission(method string, l *Lane, reason string, err error) {
+	c, st := l.cat, &l.state
 	st.omitted.Add(1)
 	st.lastOmit.Store(time.Now().Unix())
 	r.res.m.omit(method, c.Name, reason)

@@ -13,6 +13,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/router/guards"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/router/purge"
 	"github.com/hms-proxy/hms-proxy/router/viewsql"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
@@ -38,10 +39,7 @@ type TablePolicies struct {
 	Views   viewsql.TableOptions // Mode zero is REWRITE
 	Txn     *guards.TxnGuard     // nil or not Enabled: off
 	Iceberg *guards.IcebergGuard // nil or not Enabled: off
-	Purge   *purge.Purger        // nil: off
-	// PurgePrefixes: the catalogs (proxy names) that have allow-listed
-	// prefixes; only their drops read the table before the drop.
-	PurgePrefixes map[string]bool
+	Purge   *purge.Purger        // nil: off; it serves the lanes built with DropPurge
 }
 
 // tableOp is what a method does with Table objects.
@@ -75,7 +73,6 @@ type tablePolicy struct {
 	txn      *guards.TxnGuard
 	iceberg  *guards.IcebergGuard
 	purge    *purge.Purger
-	prefixes map[string]bool
 	methods  map[string]*tableMethod
 	reaches  map[string]bool // struct names that can hold a Table
 	findings *logLimiter     // view references left unchanged, once per hour each
@@ -107,7 +104,7 @@ const (
 )
 
 func newTablePolicy(r *Router, o TablePolicies) (*tablePolicy, error) {
-	t := &tablePolicy{r: r, txn: o.Txn, iceberg: o.Iceberg, purge: o.Purge, prefixes: o.PurgePrefixes,
+	t := &tablePolicy{r: r, txn: o.Txn, iceberg: o.Iceberg, purge: o.Purge,
 		methods: map[string]*tableMethod{}, findings: newLogLimiter(r.log, time.Hour)}
 	t.host, _ = os.Hostname()
 	if o.Views.Mode != viewsql.ModeDisabled && len(r.ns.Catalogs()) > 1 {
@@ -373,14 +370,14 @@ func (t *tablePolicy) write(ctx context.Context, x *Exchange, next Handler, m *t
 	}
 	v, err := wire.DecodeStruct(x.Args())
 	if err != nil {
-		return &Refusal{Kind: RefuseProtocol, Reason: "bad_arguments", Message: fmt.Sprintf("%s: cannot read arguments: %v", x.Method(), err)}
+		return &planner.Refusal{Kind: planner.RefuseProtocol, Reason: "bad_arguments", Message: fmt.Sprintf("%s: cannot read arguments: %v", x.Method(), err)}
 	}
 	changed := false
 	if txn {
 		act, err := t.txn.Check(x.Method(), addr, &v)
 		switch act {
 		case guards.TxnRefused:
-			return &Refusal{Kind: RefuseMeta, Reason: "transactional_ddl", Message: err.Error()}
+			return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "transactional_ddl", Message: err.Error()}
 		case guards.TxnRewritten:
 			changed = true
 			t.r.log.Info("transactional table rewritten to an external table (guard.transactional-ddl.mode=REWRITE_TRANSACTIONAL_TO_EXTERNAL)",
@@ -398,7 +395,7 @@ func (t *tablePolicy) write(ctx context.Context, x *Exchange, next Handler, m *t
 				return fmt.Errorf("view SQL rewrite: %w", err)
 			}
 			if err := res.Err(); err != nil {
-				return &Refusal{Kind: RefuseMeta, Reason: "view_cross_catalog",
+				return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "view_cross_catalog",
 					Message: fmt.Sprintf("%s of view %s.%s refused: %v", x.Method(), t.r.ns.ExternalDB(x.Cat, tbl.Field(tableFieldDB).String()),
 						tbl.Field(tableFieldName).String(), err)}
 			}
@@ -418,7 +415,7 @@ func (t *tablePolicy) write(ctx context.Context, x *Exchange, next Handler, m *t
 	}
 	be := &guardBackend{t: t, x: x, next: next}
 	res, err := t.iceberg.Handle(ctx, be, guards.AlterCall{Catalog: x.Cat.Name, Lockable: x.Cat.Default || t.r.shim != nil,
-		CompareAndSet: t.r.runtimes[x.Cat].Bit == thriftgen.ProfileApache410, Method: x.Method(), Args: &v})
+		CompareAndSet: x.lane.runtime.CompareAndSwap, Method: x.Method(), Args: &v})
 	if res.Sent {
 		// The guard sent the repaired alter; its answer is the client's.
 		if err == nil {
@@ -433,12 +430,12 @@ func (t *tablePolicy) write(ctx context.Context, x *Exchange, next Handler, m *t
 // read before the drop and, once the metastore answered the drop without an
 // exception, handed to the purge.
 func (t *tablePolicy) drop(ctx context.Context, x *Exchange, next Handler, m *tableMethod) error {
-	if t.purge == nil || !t.prefixes[x.Cat.Name] || t.r.runtimes[x.Cat].Name != "APACHE_3_1_3" {
+	if t.purge == nil || !x.lane.purge {
 		return next(ctx, x)
 	}
 	v, err := wire.DecodeStruct(x.Args())
 	if err != nil {
-		return &Refusal{Kind: RefuseProtocol, Reason: "bad_arguments", Message: fmt.Sprintf("%s: cannot read arguments: %v", x.Method(), err)}
+		return &planner.Refusal{Kind: planner.RefuseProtocol, Reason: "bad_arguments", Message: fmt.Sprintf("%s: cannot read arguments: %v", x.Method(), err)}
 	}
 	args := &v
 	dbID, tblID, delID := dropArgsDB, dropArgsTable, dropArgsDeleteData
@@ -490,20 +487,20 @@ func stringParam(m *wire.Value, key string) string {
 // names), through the catalog's compat adapter when its runtime needs one.
 func (t *tablePolicy) call(ctx context.Context, x *Exchange, method string, args wire.Value) (wire.Value, error) {
 	r, cat := t.r, x.Cat
-	b, err := r.backendFor(ctx, cat)
+	b, err := r.lane(cat).backendFor(ctx)
 	if err != nil {
 		return wire.Value{}, err
 	}
-	bc := &backendCaller{ctx: ctx, b: b, rt: r.runtimes[cat], dialect: r.dialects[cat], trace: r.trace, id: x.req.info.ID,
-		guard: r.guards[cat]}
-	mode, ad := r.adapters.Plan(r.runtimes[cat], method)
+	bc := &backendCaller{ctx: ctx, b: b, rt: r.lane(cat).runtime, dialect: r.lane(cat).dialect, trace: r.trace, id: x.req.info.ID,
+		guard: r.lane(cat).guard}
+	mode, ad := r.adapters.Plan(r.lane(cat).runtime, method)
 	switch mode {
 	case compat.Native:
 		return bc.Call(method, args)
 	case compat.Adapted:
 		return ad.Run(bc, &args)
 	}
-	return wire.Value{}, fmt.Errorf("catalog %s (%s) cannot serve %s", cat.Name, r.runtimes[cat].Name, method)
+	return wire.Value{}, fmt.Errorf("catalog %s (%s) cannot serve %s", cat.Name, r.lane(cat).runtime.Name, method)
 }
 
 // resultError turns a declared exception of a *_result struct into an error.
@@ -660,25 +657,25 @@ func (b *guardBackend) Alter(ctx context.Context, method string, args *wire.Valu
 // client's.
 func (r *Router) relayAs(ctx context.Context, x *Exchange, method string, body []byte) error {
 	req, cat := x.req, x.Cat
-	if mode, _ := r.adapters.Plan(r.runtimes[cat], method); mode != compat.Native {
-		return &Refusal{Kind: RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s: %s is not served natively by %s", x.Method(), cat.Name, method, r.runtimes[cat].Name)}
+	if mode, _ := r.adapters.Plan(r.lane(cat).runtime, method); mode != compat.Native {
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "adapter", Message: fmt.Sprintf("%s on catalog %s: %s is not served natively by %s", x.Method(), cat.Name, method, r.lane(cat).runtime.Name)}
 	}
 	body, err := r.guardCall(req, cat, body, true)
 	if err != nil {
-		return &Refusal{Kind: RefuseMeta, Reason: "lossless", Message: fmt.Sprintf("%s on catalog %s refused: %v", x.Method(), cat.Name, err)}
+		return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "lossless", Message: fmt.Sprintf("%s on catalog %s refused: %v", x.Method(), cat.Name, err)}
 	}
 	buf := wire.AppendHeader(nil, wire.Header{Name: method, Type: wire.Call, SeqID: req.msg.SeqID})
 	buf = append(buf, body...)
-	dialect := r.dialects[cat]
+	dialect := r.lane(cat).dialect
 	if dialect.Touches(method, false) {
 		if buf, err = remapMessage(buf, dialect.ToWire, false); err != nil {
-			return &Refusal{Kind: RefuseMeta, Reason: "dialect", Message: err.Error()}
+			return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "dialect", Message: err.Error()}
 		}
 	}
 	if r.trace != nil {
 		r.trace.Backend(req.info.ID, cat.Name, buf)
 	}
-	pool, err := r.backendFor(ctx, cat)
+	pool, err := r.lane(cat).backendFor(ctx)
 	if err != nil {
 		return &backendError{cat: cat, err: err}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -132,10 +133,10 @@ func exchangeFor(t *testing.T, r *Router, method string, args wire.Value, remote
 	}
 	req := &request{msg: m, conn: &ConnInfo{Remote: remote}, status: "ok"}
 	r.plan(req)
-	if req.plan.Kind != PlanSingle {
+	if req.plan.Kind != planner.PlanSingle {
 		t.Fatalf("%s: plan %s", method, &req.plan)
 	}
-	req.x = Exchange{req: req, Cat: req.plan.Target}
+	req.x = Exchange{req: req, Cat: req.plan.Target, lane: r.lane(req.plan.Target)}
 	return &req.x
 }
 
@@ -164,7 +165,7 @@ func TestTablePolicyInward(t *testing.T) {
 	sent = nil
 	cross := wire.Struct(wire.Field{ID: 1, V: viewTable("catalog2__sales", "v", "SELECT id FROM catalog2__sales.t JOIN catalog3__x.y ON true")})
 	err = h(context.Background(), exchangeFor(t, r, "create_table", cross, "127.0.0.1:5"))
-	var ref *Refusal
+	var ref *planner.Refusal
 	if !errors.As(err, &ref) || ref.Reason != "view_cross_catalog" || !strings.Contains(ref.Message, "catalog3__x.y") ||
 		!strings.Contains(ref.Message, "catalog2__sales.v") {
 		t.Fatalf("cross-catalog view: want a refusal naming the reference and the view, got %v", err)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -143,7 +144,7 @@ func (t *LogTracer) BackendReply(id uint64, catalog string, reply *wire.Message,
 }
 
 // Plan logs what the router decided to do with the request.
-func (t *LogTracer) Plan(id uint64, p *Plan) {
+func (t *LogTracer) Plan(id uint64, p *planner.Plan) {
 	if !t.on() {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -269,7 +270,7 @@ func TestLogTracerStages(t *testing.T) {
 	repMsg, _ := wire.ParseMessage(rep, 0)
 	out := encode(t, "get_table", thrift.REPLY, &thriftgen.GetTableMethodResult{Success: &thriftgen.Table{TableName: "orders", DbName: "catalog2__sales"}})
 
-	conn := &ConnInfo{Remote: "127.0.0.1:5555", Frontend: &Frontend{Name: "primary"}}
+	conn := &ConnInfo{Remote: "127.0.0.1:5555", Frontend: &planner.Frontend{Name: "primary"}}
 	tr.Incoming(42, conn, msg)
 	tr.Backend(42, "catalog2", req)
 	tr.BackendReply(42, "catalog2", repMsg, nil)
@@ -329,8 +330,8 @@ func TestLogTracerStages(t *testing.T) {
 // after its plan.
 func TestRouterTracesThePlanOfEachRequest(t *testing.T) {
 	log, buf := capture(slog.LevelDebug)
-	r := testRouterWith(t, Options{Tracer: NewTracer(log)})
-	conn := &ConnInfo{Remote: "127.0.0.1:5555", Frontend: &Frontend{Name: "primary"}}
+	r := testRouterWith(t, testOptions{Options: Options{Tracer: NewTracer(log)}})
+	conn := &ConnInfo{Remote: "127.0.0.1:5555", Frontend: &planner.Frontend{Name: "primary"}}
 	calls := []struct {
 		method string
 		args   wire.Value

@@ -2,13 +2,14 @@
 // 4.1.0 wire schemas (extracted from the real jars) and of Hortonworks HDP 3.1.0.0-78 and 3.1.5 (a checked delta),
 // with the profiles that have each method, struct, field and enum value.
 //
-// Three generated files come from thriftgen/schema.json (see README.md, regenerate with `make generate`):
-//   - schema_gen.go: the schema as read-only Go tables (LookupStruct, LookupMethod, AllMethods, LookupEnum, …);
+// Three generated files come from thriftgen/schema.json (see thriftgen/README.md, regenerate with `make generate`):
+//   - schema_gen.go: the schema as read-only Go tables (read through lookup.go: LookupStruct, LookupMethod,
+//     AllMethods, LookupEnum, …);
 //   - types_gen.go: a Go type per struct, union, exception and per <method>_args / <method>_result, with
 //     Read/Write on apache/thrift's TProtocol, and a Go type per enum;
 //   - client_gen.go: Client, one method per RPC.
 //
-// This file holds the model types of the tables; runtime.go the codec helpers the generated code uses.
+// This file holds the model types of the tables; codec.go the codec helpers the generated code uses.
 // The tables are shared and read-only: never modify a *Struct, *Field, *Method or *Enum returned here.
 package thriftgen
 

@@ -8,9 +8,9 @@ import (
 
 // A union holds exactly one field: Hive's union reader reads one and takes
 // the next field header for the STOP. Two fields, or none, are refused
-// (found by the differential harness, wire/difftest); one field, known or
+// (found by the differential harness, testbed/difftest); one field, known or
 // not, passes. Reproduced against Hive's own readers in
-// wire/difftest.TestUnionsHiveReadsDifferentlyAreRefused.
+// testbed/difftest.TestUnionsHiveReadsDifferentlyAreRefused.
 func TestStrictUnionsHoldOneField(t *testing.T) {
 	s := strictSchema(t, 0)
 	stats := func(data Value) []byte {

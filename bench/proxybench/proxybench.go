@@ -62,7 +62,8 @@ func Props(c ProxyConfig) map[string]string {
 		names = append(names, name)
 		p["catalog."+name+".conf.hive.metastore.uris"] = uri
 		p["catalog."+name+".shared-session-pool-size"] = strconv.Itoa(c.PoolSize)
-		p["catalog."+name+".runtime-profile"] = "APACHE_3_1_3"
+		// runtime-profile: the default, Apache 3.1.3, whose schema the
+		// instant backend's replies follow.
 	}
 	p["catalogs"] = strings.Join(names, ",")
 	p["routing.default-catalog"] = "catalog1"

@@ -9,7 +9,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
@@ -106,7 +106,7 @@ func (r TestRef) String() string { return r.Pkg + ":" + r.Name }
 func ParseTestRef(s string) (TestRef, error) {
 	m := testPattern.FindStringSubmatch(s)
 	if m == nil {
-		return TestRef{}, fmt.Errorf("test %q is not of the form package/path:TestName (e.g. router/e2e:TestHive4ClientAgainstHive313Backends)", s)
+		return TestRef{}, fmt.Errorf("test %q is not of the form package/path:TestName (e.g. e2e:TestHive4ClientAgainstHive313Backends)", s)
 	}
 	return TestRef{Pkg: m[1], Name: m[3]}, nil
 }
@@ -271,7 +271,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func joinFamilies(fs []router.Family) string {
+func joinFamilies(fs []methods.Family) string {
 	var out []string
 	for _, f := range fs {
 		out = append(out, string(f))

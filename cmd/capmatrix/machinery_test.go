@@ -65,31 +65,31 @@ func TestNotInATestFile(t *testing.T) {}
 }
 
 func TestParseTestRef(t *testing.T) {
-	for _, ok := range []string{"router/e2e:TestHive4ClientAgainstHive313Backends", "router:TestX", "cmd/capmatrix:Test"} {
+	for _, ok := range []string{"e2e:TestHive4ClientAgainstHive313Backends", "router:TestX", "cmd/capmatrix:Test"} {
 		if _, err := ParseTestRef(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"TestX", "router/e2e.TestX", "router/e2e:Helper", "/router:TestX", "router:TestX(t)", ""} {
+	for _, bad := range []string{"TestX", "e2e.TestX", "e2e:Helper", "/router:TestX", "router:TestX(t)", ""} {
 		if _, err := ParseTestRef(bad); err == nil {
 			t.Errorf("%q must be refused", bad)
 		}
 	}
 }
 
-func TestSpliceReadmeReplacesOnlyBetweenMarkers(t *testing.T) {
+func TestSpliceGuideReplacesOnlyBetweenMarkers(t *testing.T) {
 	readme := "# x\n\nintro\n" + BeginMarker + "\nold table\nmore\n" + EndMarker + "\ntail\n"
-	got, err := spliceReadme("R", readme, "NEW\n")
+	got, err := spliceGuide("R", readme, "NEW\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "# x\n\nintro\n" + BeginMarker + "\nNEW\n" + EndMarker + "\ntail\n"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
-	if again, _ := spliceReadme("R", got, "NEW\n"); again != got {
+	if again, _ := spliceGuide("R", got, "NEW\n"); again != got {
 		t.Fatal("splicing the same section twice changes the file")
 	}
-	if _, err := spliceReadme("R", "# x\n", "NEW\n"); !errors.Is(err, errNoMarkers) || !strings.Contains(err.Error(), BeginMarker) {
+	if _, err := spliceGuide("R", "# x\n", "NEW\n"); !errors.Is(err, errNoMarkers) || !strings.Contains(err.Error(), BeginMarker) {
 		t.Fatalf("no markers: %v", err)
 	}
 	for name, text := range map[string]string{
@@ -99,7 +99,7 @@ func TestSpliceReadmeReplacesOnlyBetweenMarkers(t *testing.T) {
 		"reversed":   EndMarker + "\n" + BeginMarker + "\n",
 		"same line":  BeginMarker + " x " + EndMarker + "\n",
 	} {
-		if _, err := spliceReadme("R", text, "NEW\n"); err == nil || errors.Is(err, errNoMarkers) {
+		if _, err := spliceGuide("R", text, "NEW\n"); err == nil || errors.Is(err, errNoMarkers) {
 			t.Errorf("%s: want an error about the markers, got %v", name, err)
 		}
 	}
@@ -238,7 +238,8 @@ func TestMatrixFacts(t *testing.T) {
 	}
 }
 
-// The command checks, writes, and treats README markers as documented.
+// The command checks and writes both documents; the guide's markers are
+// required (a guide without them is an error naming them, never skipped).
 func TestRunChecksAndWrites(t *testing.T) {
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, "go.mod"), "module "+modulePath+"\n")
@@ -246,51 +247,54 @@ func TestRunChecksAndWrites(t *testing.T) {
 	data := `{"capabilities": [{"id": "one", "client": "c", "frontProfiles": ["*"], "backendProfiles": ["*"], "auth": "NONE",
 		"families": ["metadata_read"], "scope": "s", "expected": "e", "status": "supported", "tests": ["p:TestProof"]}]}`
 	writeFile(t, filepath.Join(root, CapabilitiesFile), data)
-	readme := "# R\n"
-	writeFile(t, filepath.Join(root, ReadmeFile), readme)
+	guide := filepath.Join(root, filepath.FromSlash(GuideFile))
 
-	if err := run(io.Discard, root, false, false); err == nil || !strings.Contains(err.Error(), CompatibilityFile) || !strings.Contains(err.Error(), Command) {
-		t.Fatalf("check before any write: %v", err)
+	if err := run(io.Discard, root, true); err == nil || !strings.Contains(err.Error(), GuideFile) {
+		t.Fatalf("-write without the guide must fail naming it: %v", err)
 	}
-	if err := run(io.Discard, root, true, true); err == nil || !errors.Is(err, errNoMarkers) {
-		t.Fatalf("-readme without markers must fail naming them: %v", err)
+	writeFile(t, guide, "# G\n")
+	if err := run(io.Discard, root, true); err == nil || !errors.Is(err, errNoMarkers) {
+		t.Fatalf("-write without markers must fail naming them: %v", err)
 	}
-	if err := run(io.Discard, root, true, false); err != nil {
-		t.Fatalf("-write without README markers: %v", err)
+	if b, _ := os.ReadFile(guide); string(b) != "# G\n" {
+		t.Fatal("a guide without markers was changed")
 	}
-	if b, _ := os.ReadFile(filepath.Join(root, ReadmeFile)); string(b) != readme {
-		t.Fatal("README without markers was changed")
-	}
-	if err := run(io.Discard, root, false, false); err != nil {
-		t.Fatalf("check after write: %v", err)
+	if _, err := os.Stat(filepath.Join(root, CompatibilityFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a failed -write wrote %s: %v", CompatibilityFile, err)
 	}
 
-	writeFile(t, filepath.Join(root, ReadmeFile), "# R\n"+BeginMarker+"\n"+EndMarker+"\nend\n")
-	if err := run(io.Discard, root, false, false); err == nil || !strings.Contains(err.Error(), ReadmeFile) {
-		t.Fatalf("check with an empty README table: %v", err)
+	writeFile(t, guide, "# G\n"+BeginMarker+"\n"+EndMarker+"\nend\n")
+	if err := run(io.Discard, root, false); err == nil || !strings.Contains(err.Error(), CompatibilityFile) ||
+		!strings.Contains(err.Error(), GuideFile) || !strings.Contains(err.Error(), Command) {
+		t.Fatalf("check before any write must name both documents and the command: %v", err)
 	}
-	if err := run(io.Discard, root, true, true); err != nil {
+	if err := run(io.Discard, root, true); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(filepath.Join(root, ReadmeFile))
-	if !strings.HasPrefix(string(b), "# R\n"+BeginMarker+"\n") || !strings.HasSuffix(string(b), EndMarker+"\nend\n") ||
-		!strings.Contains(string(b), "| c | any | any | NONE | s | e | **supported** |") {
-		t.Fatalf("README after -readme:\n%s", b)
+	b, _ := os.ReadFile(guide)
+	if !strings.HasPrefix(string(b), "# G\n"+BeginMarker+"\n") || !strings.HasSuffix(string(b), EndMarker+"\nend\n") ||
+		!strings.Contains(string(b), "| c | any | any | NONE | s | e | **supported** |") ||
+		!strings.Contains(string(b), "](../COMPATIBILITY.md)") {
+		t.Fatalf("guide after -write:\n%s", b)
 	}
-	if err := run(io.Discard, root, false, false); err != nil {
-		t.Fatalf("check after -readme: %v", err)
+	if err := run(io.Discard, root, false); err != nil {
+		t.Fatalf("check after -write: %v", err)
+	}
+	writeFile(t, guide, strings.Replace(string(b), "**supported**", "**planned**", 1))
+	if err := run(io.Discard, root, false); err == nil || !strings.Contains(err.Error(), GuideFile) {
+		t.Fatalf("check of an edited table: %v", err)
 	}
 
 	// A named test that does not exist stops the generator and names it.
 	writeFile(t, filepath.Join(root, CapabilitiesFile), strings.Replace(data, "p:TestProof", "p:TestGone", 1))
-	if err := run(io.Discard, root, true, false); err == nil || !strings.Contains(err.Error(), "p:TestGone does not exist") {
+	if err := run(io.Discard, root, true); err == nil || !strings.Contains(err.Error(), "p:TestGone does not exist") {
 		t.Fatalf("missing test: %v", err)
 	}
 	// So does a planned capability whose planned tests exist.
 	writeFile(t, filepath.Join(root, CapabilitiesFile), strings.Replace(strings.Replace(data,
 		`"status": "supported", "tests": ["p:TestProof"]`, `"status": "planned", "implemented": true, "tests": [], "plannedTests": ["p:TestProof"]`, 1),
 		"x", "x", 1))
-	if err := run(io.Discard, root, true, false); err == nil || !strings.Contains(err.Error(), "every planned test exists") {
+	if err := run(io.Discard, root, true); err == nil || !strings.Contains(err.Error(), "every planned test exists") {
 		t.Fatalf("proven plan: %v", err)
 	}
 }

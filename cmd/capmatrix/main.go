@@ -4,11 +4,11 @@
 // runtime plans.
 //
 //	go run ./cmd/capmatrix           check: exit 1 if a generated doc is stale or the data is wrong
-//	go run ./cmd/capmatrix -write    write COMPATIBILITY.md, and the README table if README.md has the markers
-//	go run ./cmd/capmatrix -readme   as -write, and fail if README.md lacks the markers
+//	go run ./cmd/capmatrix -write    write COMPATIBILITY.md and the capability table of docs/compatibility.md
 //
-// The README table goes between the lines <!-- capabilities:begin --> and
-// <!-- capabilities:end -->; nothing else in README.md is touched.
+// The table of docs/compatibility.md goes between the lines
+// <!-- capabilities:begin --> and <!-- capabilities:end -->, which the
+// document must have; nothing else in it is touched.
 package main
 
 import (
@@ -24,17 +24,17 @@ import (
 // Output files, relative to the repository root.
 const (
 	CompatibilityFile = "COMPATIBILITY.md"
-	ReadmeFile        = "README.md"
+	GuideFile         = "docs/compatibility.md"
 	modulePath        = "github.com/hms-proxy/hms-proxy"
 )
 
 func main() {
-	write := flag.Bool("write", false, "write "+CompatibilityFile+" (and the README table when README.md has the markers)")
-	readme := flag.Bool("readme", false, "also require README.md's capability markers and write the table between them (implies -write)")
+	write := flag.Bool("write", false, "write "+CompatibilityFile+" and the capability table of "+GuideFile)
 	root := flag.String("root", "", "repository root (default: the directory holding the module's go.mod, found from the working directory up)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./cmd/capmatrix [-write] [-readme] [-root DIR]\n"+
-			"Without -write it checks that %s, %s and the README table are current.\n", CapabilitiesFile, CompatibilityFile)
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./cmd/capmatrix [-write] [-root DIR]\n"+
+			"Without -write it checks that %s is valid and that %s and the table of %s are current.\n",
+			CapabilitiesFile, CompatibilityFile, GuideFile)
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -51,7 +51,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := run(os.Stdout, dir, *write || *readme, *readme); err != nil {
+	if err := run(os.Stdout, dir, *write); err != nil {
 		fmt.Fprintln(os.Stderr, "capmatrix:", err)
 		os.Exit(1)
 	}
@@ -62,7 +62,7 @@ type Docs struct {
 	File          *File
 	Matrix        *Matrix
 	Compatibility string
-	ReadmeSection string
+	GuideSection  string
 }
 
 // Generate loads and checks the data, then renders the docs. Every problem
@@ -83,7 +83,7 @@ func Generate(root string) (*Docs, error) {
 	if len(errs) > 0 {
 		return nil, joinErrors(CapabilitiesFile, errs)
 	}
-	return &Docs{File: f, Matrix: mx, Compatibility: RenderCompatibility(f, mx), ReadmeSection: RenderReadmeSection(f)}, nil
+	return &Docs{File: f, Matrix: mx, Compatibility: RenderCompatibility(f, mx), GuideSection: RenderGuideSection(f)}, nil
 }
 
 func joinErrors(what string, errs []error) error {
@@ -96,47 +96,45 @@ func joinErrors(what string, errs []error) error {
 
 // run checks (write=false) or writes the generated files, telling out what
 // it did.
-func run(out io.Writer, root string, write, requireReadme bool) error {
+func run(out io.Writer, root string, write bool) error {
 	d, err := Generate(root)
 	if err != nil {
 		return err
 	}
-	compatPath, readmePath := filepath.Join(root, CompatibilityFile), filepath.Join(root, ReadmeFile)
 	var stale []string
-	if cur, err := os.ReadFile(compatPath); err != nil || string(cur) != d.Compatibility {
-		if write {
-			if err := os.WriteFile(compatPath, []byte(d.Compatibility), 0o644); err != nil {
-				return err
-			}
-			fmt.Fprintln(out, "wrote", CompatibilityFile)
-		} else {
-			stale = append(stale, CompatibilityFile)
+	update := func(name, cur, want string) error {
+		if cur == want {
+			return nil
 		}
-	}
-	readme, err := os.ReadFile(readmePath)
-	if err != nil && (requireReadme || !errors.Is(err, os.ErrNotExist)) {
-		return fmt.Errorf("README table: %v", err)
-	}
-	if err == nil {
-		spliced, err := spliceReadme(ReadmeFile, string(readme), d.ReadmeSection)
-		switch {
-		case errors.Is(err, errNoMarkers) && !requireReadme:
-			if write {
-				fmt.Fprintf(out, "capmatrix: %s has no %s / %s lines: README table not written (-readme makes this an error)\n",
-					ReadmeFile, BeginMarker, EndMarker)
-			}
-		case err != nil:
+		if !write {
+			stale = append(stale, name)
+			return nil
+		}
+		if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(name)), []byte(want), 0o644); err != nil {
 			return err
-		case spliced != string(readme):
-			if write {
-				if err := os.WriteFile(readmePath, []byte(spliced), 0o644); err != nil {
-					return err
-				}
-				fmt.Fprintln(out, "wrote the capability table in", ReadmeFile)
-			} else {
-				stale = append(stale, ReadmeFile+" (capability table)")
-			}
 		}
+		fmt.Fprintln(out, "wrote", name)
+		return nil
+	}
+	// Both documents are read and generated before either is written, so a
+	// guide without its markers leaves COMPATIBILITY.md untouched too.
+	guide, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(GuideFile)))
+	if err != nil {
+		return fmt.Errorf("the capability table's document: %v", err)
+	}
+	spliced, err := spliceGuide(GuideFile, string(guide), d.GuideSection)
+	if err != nil {
+		return err
+	}
+	cur, err := os.ReadFile(filepath.Join(root, CompatibilityFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := update(CompatibilityFile, string(cur), d.Compatibility); err != nil {
+		return err
+	}
+	if err := update(GuideFile, string(guide), spliced); err != nil {
+		return err
 	}
 	if len(stale) > 0 {
 		return fmt.Errorf("out of date: %s; run `%s`", strings.Join(stale, ", "), Command)

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/hms-proxy/hms-proxy/compat"
-	"github.com/hms-proxy/hms-proxy/router"
+	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
@@ -54,7 +54,7 @@ func shortLabel(name string) string {
 // about it.
 type MethodRow struct {
 	Method   *thriftgen.Method
-	Spec     *router.Spec
+	Spec     *methods.Spec
 	Routing  string
 	Fallback string
 	Cells    []Outcome // one per Backend, in profile order
@@ -68,7 +68,7 @@ type Matrix struct {
 	Backends []Backend
 	Rows     []*MethodRow
 	byName   map[string]*MethodRow
-	Families []router.Family // every family the method table uses, sorted
+	Families []methods.Family // every family the method table uses, sorted
 	Adapters *compat.Adapters
 }
 
@@ -88,7 +88,7 @@ func (m *Matrix) Backend(profile string) (int, *Backend) {
 // BuildMatrix classifies every RPC of thriftgen.AllMethods() with the
 // router's method table and compat's runtime plans.
 func BuildMatrix() (*Matrix, error) {
-	table, err := router.BuildTable()
+	table, err := methods.BuildTable()
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func BuildMatrix() (*Matrix, error) {
 		mx.Backends = append(mx.Backends, Backend{Runtime: rt, Label: rt.Label})
 	}
 	reach := newReach()
-	families := map[router.Family]bool{}
+	families := map[methods.Family]bool{}
 	for _, m := range thriftgen.AllMethods() {
 		spec := table.Lookup(m.Name)
 		if spec == nil {
@@ -127,13 +127,13 @@ func BuildMatrix() (*Matrix, error) {
 
 // outcome is what the router does with the RPC on a backend of runtime rt:
 // the specials it serves itself first, then compat's plan.
-func outcome(spec *router.Spec, ads *compat.Adapters, rt *compat.Runtime, reach *reach) Outcome {
+func outcome(spec *methods.Spec, ads *compat.Adapters, rt *compat.Runtime, reach *reach) Outcome {
 	switch spec.Special {
-	case router.LocalCatalogs, router.LocalSetUGI, router.LocalVersion:
+	case methods.LocalCatalogs, methods.LocalSetUGI, methods.LocalVersion:
 		return Outcome{Kind: ProxyAnswers}
-	case router.RefuseAlways:
+	case methods.RefuseAlways:
 		return Outcome{Kind: RefusedAlways}
-	case router.DropOneway:
+	case methods.DropOneway:
 		return Outcome{Kind: NotForwarded}
 	}
 	mode, ad := ads.Plan(rt, spec.Name)
@@ -151,30 +151,30 @@ func outcome(spec *router.Spec, ads *compat.Adapters, rt *compat.Runtime, reach 
 // routingNote says how the router picks the catalog (computed from the
 // method table's Special and Unrouted and from whether the arguments carry
 // any namespace at all), and whether the call is refused before routing.
-func routingNote(spec *router.Spec) (string, bool) {
+func routingNote(spec *methods.Spec) (string, bool) {
 	switch spec.Special {
-	case router.FanOutDatabases:
+	case methods.FanOutDatabases:
 		return "fan-out: every catalog, merged, external names", false
-	case router.FanOutTableMeta:
+	case methods.FanOutTableMeta:
 		return "fan-out: every catalog the pattern can match, merged", false
-	case router.LocalCatalogs:
+	case methods.LocalCatalogs:
 		return "proxy answers: the configured catalogs", false
-	case router.LocalSetUGI:
+	case methods.LocalSetUGI:
 		return "proxy answers: binds the identity to the connection", false
-	case router.LocalVersion:
+	case methods.LocalVersion:
 		return "proxy answers: the front door's profile version", false
-	case router.RefuseAlways:
+	case methods.RefuseAlways:
 		return "refused always: " + spec.Why, true
-	case router.DropOneway:
+	case methods.DropOneway:
 		return "never forwarded (fb303 control call)", true
 	}
 	if spec.Args.Empty() {
-		if spec.Unrouted == router.Refuse {
+		if spec.Unrouted == methods.Refuse {
 			return "refused: a global write whose arguments name no namespace", true
 		}
 		return "default catalog (no namespace in the arguments)", false
 	}
-	if spec.Unrouted == router.Refuse {
+	if spec.Unrouted == methods.Refuse {
 		return "by namespace; refused without one", false
 	}
 	return "by namespace; default catalog without one", false
@@ -186,9 +186,9 @@ const (
 	fallbackUnknownMethod = "empty answer if the backend answers UNKNOWN_METHOD"
 )
 
-func fallbackNote(spec *router.Spec) string {
+func fallbackNote(spec *methods.Spec) string {
 	switch {
-	case spec.Special != router.None && spec.Special != router.FanOutDatabases && spec.Special != router.FanOutTableMeta:
+	case spec.Special != methods.None && spec.Special != methods.FanOutDatabases && spec.Special != methods.FanOutTableMeta:
 		return ""
 	case spec.EmptyOnAnyFailure():
 		return fallbackAnyFailure

@@ -10,7 +10,7 @@ import (
 // came in through a convenience and cost the idle proxy tens of MiB of
 // resident memory and ~150 ms of package init (iceberg-go pulls Arrow,
 // gRPC, Substrait and OpenTelemetry; testify belongs in tests). The
-// README's "Dependencies and footprint" paragraph has the numbers.
+// numbers are in docs/rest.md#dependencies-and-footprint.
 var forbiddenModules = []string{
 	"github.com/apache/iceberg-go",
 	"github.com/apache/arrow-go",

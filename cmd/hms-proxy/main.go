@@ -217,7 +217,7 @@ func writeUsage(w io.Writer, cmds []command) {
 	}
 	fmt.Fprint(w, `
 Exit status: 0 success, 1 the proxy stopped on an error, 2 wrong invocation or invalid configuration.
-The keys of hms-proxy.properties are described in README.md ("hms-proxy.properties: key reference").
+The keys of hms-proxy.properties are described in docs/configuration.md (the key reference).
 `)
 }
 

@@ -18,7 +18,7 @@ import (
 
 // These tests check the test double itself: that it speaks the HDP wire as
 // the public HDP IDLs define it, independently of the proxy, so that the
-// proxy's end-to-end HDP tests (router/e2e/hdp_test.go) can fail.
+// proxy's end-to-end HDP tests (e2e/hdp_test.go) can fail.
 
 func client(t *testing.T, s *Server) *thriftgen.Client {
 	t.Helper()

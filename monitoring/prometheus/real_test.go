@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/e2e/proxytest"
 	"github.com/hms-proxy/hms-proxy/locks"
 	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/monitoring/promtest"
 	"github.com/hms-proxy/hms-proxy/router/breaker"
-	"github.com/hms-proxy/hms-proxy/router/proxytest"
 	"github.com/hms-proxy/hms-proxy/security/ranger"
 	"github.com/hms-proxy/hms-proxy/testbed"
 )
@@ -32,7 +32,7 @@ var notExportedYet = map[string]string{
 	ranger.MetricPolicyLastSuccess: "defined by security/ranger's NewMetrics (its plugin tests drive it); the router does not run a Ranger plugin until issue 23's second phase",
 	ranger.MetricPluginReady:       "defined by security/ranger's NewMetrics (its plugin tests drive it); the router does not run a Ranger plugin until issue 23's second phase",
 	locks.MetricStoreFailures: "defined by locks.NewMetrics, a counter with series per failure: this proxy's IN_MEMORY lock store cannot fail " +
-		"(router/e2e TestLockStoreOutage makes a ZooKeeper store fail; alerts_test.yml tests the rule)",
+		"(e2e TestLockStoreOutage makes a ZooKeeper store fail; alerts_test.yml tests the rule)",
 }
 
 // backendMode is how a switchable backend address behaves.

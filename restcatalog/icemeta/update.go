@@ -84,13 +84,11 @@ var reservedProperties = []string{"format-version", "uuid", "snapshot-count", "c
 
 // tableBuilder applies updates to a copy of a table.
 type tableBuilder struct {
+	updater
 	t    *Table
 	now  time.Time
-	idx  int
-	act  string
 	base int64 // last-updated-ms of the base
 
-	changed          bool
 	lastAddedSchema  *int
 	lastAddedSpec    *int
 	lastAddedOrder   *int
@@ -102,22 +100,6 @@ type tableBuilder struct {
 	// update has set yet; its first upgrade-format-version picks any
 	// supported version, 1 included (a staged create of a v1 table).
 	versionOpen bool
-}
-
-func (b *tableBuilder) fail(field, format string, args ...any) error {
-	return &UpdateError{Index: b.idx, Action: b.act, Field: field, Msg: fmt.Sprintf(format, args...)}
-}
-
-// need decodes a required member of an update.
-func (b *tableBuilder) need(u Update, key string, v any) error {
-	ok, err := u.obj.get(key, v)
-	if err != nil {
-		return b.fail(key, "%v", err)
-	}
-	if !ok {
-		return b.fail(key, "is required")
-	}
-	return nil
 }
 
 // ApplyTable applies a commit's updates to base (nil for a table the commit
@@ -239,12 +221,9 @@ func (b *tableBuilder) apply(u Update) error {
 	t := b.t
 	switch u.Action {
 	case "assign-uuid":
-		var id string
-		if err := b.need(u, "uuid", &id); err != nil {
+		id, err := b.uuidOf(u)
+		if err != nil {
 			return err
-		}
-		if _, err := uuid.Parse(id); err != nil {
-			return b.fail("uuid", "%q is not a UUID", id)
 		}
 		if !strings.EqualFold(id, t.UUID) {
 			t.UUID = id
@@ -294,24 +273,15 @@ func (b *tableBuilder) apply(u Update) error {
 		if _, err := u.obj.get("last-column-id", &lastCol); err != nil {
 			return b.fail("last-column-id", "%v", err)
 		}
-		id := s.ID
-		for _, old := range t.Schemas {
-			if old.sameSchema(s) {
-				b.lastAddedSchema = &old.ID
-				return nil
-			}
-			id = max(id, old.ID+1)
-		}
-		if id != s.ID {
-			s.setID(id)
+		id, added := b.addSchemaTo(&t.Schemas, s, s.ID)
+		b.lastAddedSchema = &id
+		if !added {
+			return nil
 		}
 		t.LastColumnID = max(t.LastColumnID, s.HighestFieldID())
 		if lastCol != nil {
 			t.LastColumnID = max(t.LastColumnID, *lastCol)
 		}
-		t.Schemas = append(t.Schemas, s)
-		b.lastAddedSchema = &s.ID
-		b.changed = true
 	case "set-current-schema":
 		var id int
 		if err := b.need(u, "schema-id", &id); err != nil {
@@ -409,45 +379,18 @@ func (b *tableBuilder) apply(u Update) error {
 		}
 		b.changed = true
 	case "set-location":
-		var loc string
-		if err := b.need(u, "location", &loc); err != nil {
+		loc, err := b.locationOf(u)
+		if err != nil {
 			return err
-		}
-		if loc == "" {
-			return b.fail("location", "must not be empty")
 		}
 		if loc != t.Location {
 			t.Location = loc
 			b.changed = true
 		}
 	case "set-properties":
-		var props map[string]string
-		if err := b.need(u, "updates", &props); err != nil {
-			return err
-		}
-		for _, k := range sortedKeys(props) {
-			if slices.Contains(reservedProperties, k) {
-				return b.fail("updates", "property %q is reserved (derived from the metadata) and cannot be set", k)
-			}
-		}
-		for k, v := range props {
-			t.Properties[k] = v
-		}
-		b.changed = true
+		return b.setProperties(u, t.Properties, reservedProperties)
 	case "remove-properties":
-		var keys []string
-		if err := b.need(u, "removals", &keys); err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if slices.Contains(reservedProperties, k) {
-				return b.fail("removals", "property %q is reserved (derived from the metadata) and cannot be removed", k)
-			}
-		}
-		for _, k := range keys {
-			delete(t.Properties, k)
-		}
-		b.changed = true
+		return b.removeProperties(u, t.Properties, reservedProperties)
 	case "set-statistics", "set-partition-statistics":
 		key, list := "statistics", &t.Statistics
 		if u.Action == "set-partition-statistics" {

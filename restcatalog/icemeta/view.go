@@ -240,20 +240,14 @@ func NewView(schema, version json.RawMessage, location string, props map[string]
 }
 
 type viewBuilder struct {
+	updater
 	v             *View
 	now           time.Time
-	idx           int
-	act           string
 	prev          *ViewVersion
 	lastSchema    *int
 	lastVersion   *int64
 	addedVersions map[int64]int64 // id -> timestamp of versions added by this commit
 	historyEntry  *viewLogEntry
-	changed       bool
-}
-
-func (b *viewBuilder) fail(field, format string, args ...any) error {
-	return &UpdateError{Index: b.idx, Action: b.act, Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // ApplyView applies a commit's updates to a view and returns the new
@@ -274,27 +268,13 @@ func ApplyView(base *View, updates []Update, now time.Time) (*View, error) {
 	return v, nil
 }
 
-func (b *viewBuilder) need(u Update, key string, val any) error {
-	ok, err := u.obj.get(key, val)
-	if err != nil {
-		return b.fail(key, "%v", err)
-	}
-	if !ok {
-		return b.fail(key, "is required")
-	}
-	return nil
-}
-
 func (b *viewBuilder) apply(u Update) error {
 	v := b.v
 	switch u.Action {
 	case "assign-uuid":
-		var id string
-		if err := b.need(u, "uuid", &id); err != nil {
+		id, err := b.uuidOf(u)
+		if err != nil {
 			return err
-		}
-		if _, err := uuid.Parse(id); err != nil {
-			return b.fail("uuid", "%q is not a UUID", id)
 		}
 		if v.UUID != "" && !strings.EqualFold(v.UUID, id) {
 			return b.fail("uuid", "cannot change the view UUID %s to %s", v.UUID, id)
@@ -320,33 +300,16 @@ func (b *viewBuilder) apply(u Update) error {
 			return err
 		}
 	case "set-location":
-		var loc string
-		if err := b.need(u, "location", &loc); err != nil {
+		loc, err := b.locationOf(u)
+		if err != nil {
 			return err
-		}
-		if loc == "" {
-			return b.fail("location", "must not be empty")
 		}
 		v.Location = loc
 		b.changed = true
 	case "set-properties":
-		var props map[string]string
-		if err := b.need(u, "updates", &props); err != nil {
-			return err
-		}
-		for k, val := range props {
-			v.Properties[k] = val
-		}
-		b.changed = true
+		return b.setProperties(u, v.Properties, nil)
 	case "remove-properties":
-		var keys []string
-		if err := b.need(u, "removals", &keys); err != nil {
-			return err
-		}
-		for _, k := range keys {
-			delete(v.Properties, k)
-		}
-		b.changed = true
+		return b.removeProperties(u, v.Properties, nil)
 	case "add-view-version":
 		var raw json.RawMessage
 		if err := b.need(u, "view-version", &raw); err != nil {
@@ -377,20 +340,8 @@ func (b *viewBuilder) addSchema(raw json.RawMessage) (int, error) {
 	if err != nil {
 		return 0, b.fail("schema", "%v", err)
 	}
-	id := 0
-	for _, old := range v.Schemas {
-		if old.sameSchema(s) {
-			b.lastSchema = &old.ID
-			return old.ID, nil
-		}
-		id = max(id, old.ID+1)
-	}
-	if s.ID != id {
-		s.setID(id)
-	}
-	v.Schemas = append(v.Schemas, s)
-	b.lastSchema = &s.ID
-	b.changed = true
+	id, _ := b.addSchemaTo(&v.Schemas, s, 0)
+	b.lastSchema = &id
 	return id, nil
 }
 

@@ -1,6 +1,10 @@
 package breaker
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hms-proxy/hms-proxy/monitoring/metric"
+)
 
 // Metric names of this package: the two adaptive-timeout counters of the
 // specification, and the circuit's state and refusals (hms-proxy additions).
@@ -23,27 +27,18 @@ type Metrics struct {
 // NewMetrics creates the metrics and registers them with reg (nil: not
 // registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	r := metric.New(reg, "breaker metrics")
 	m := &Metrics{
-		appliedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricAdaptiveTimeoutReconnectTotal,
-			Help: "Adaptive backend timeout changes applied, by catalog (the Java proxy reconnected its shared client on each; hms-proxy applies the new deadline from the next call on).",
-		}, []string{"catalog"}),
-		skippedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricAdaptiveTimeoutReconnectSkippedTotal,
-			Help: "Adaptive backend timeout changes suppressed, by catalog and reason: hysteresis (change below max(2 s, 25 %)) or cooldown (within routing.adaptive-timeout.reconnect-cooldown-ms of the last change).",
-		}, []string{"catalog", "reason"}),
-		circuitState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: MetricCircuitState,
-			Help: "Circuit breaker state per catalog: 0 closed, 1 half-open, 2 open.",
-		}, []string{"catalog"}),
-		rejectedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricCircuitRejectedTotal,
-			Help: "Backend calls failed fast by an open (or busy half-open) circuit breaker, by catalog.",
-		}, []string{"catalog"}),
+		appliedTotal: r.CounterVec(MetricAdaptiveTimeoutReconnectTotal,
+			"Adaptive backend timeout changes applied, by catalog (the Java proxy reconnected its shared client on each; hms-proxy applies the new deadline from the next call on).", "catalog"),
+		skippedTotal: r.CounterVec(MetricAdaptiveTimeoutReconnectSkippedTotal,
+			"Adaptive backend timeout changes suppressed, by catalog and reason: hysteresis (change below max(2 s, 25 %)) or cooldown (within routing.adaptive-timeout.reconnect-cooldown-ms of the last change).", "catalog", "reason"),
+		circuitState: r.GaugeVec(MetricCircuitState,
+			"Circuit breaker state per catalog: 0 closed, 1 half-open, 2 open.", "catalog"),
+		rejectedTotal: r.CounterVec(MetricCircuitRejectedTotal,
+			"Backend calls failed fast by an open (or busy half-open) circuit breaker, by catalog.", "catalog"),
 	}
-	if reg != nil {
-		reg.MustRegister(m.appliedTotal, m.skippedTotal, m.circuitState, m.rejectedTotal)
-	}
+	r.Must()
 	return m
 }
 

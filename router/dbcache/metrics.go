@@ -1,6 +1,10 @@
 package dbcache
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hms-proxy/hms-proxy/monitoring/metric"
+)
 
 // Metric names (the specification's, plus the refresh counter it names in
 // the background-refresh description).
@@ -22,27 +26,18 @@ type Metrics struct {
 // NewMetrics creates the metrics and registers them with reg (nil: not
 // registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	r := metric.New(reg, "database cache metrics")
 	m := &Metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRequestsTotal,
-			Help: "Metadata cache lookups by cache (database_list, database_metadata), catalog and result (hit, miss); a lookup that joined an identical load in flight is a hit.",
-		}, []string{"cache", "catalog", "result"}),
-		entryCount: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: MetricEntries,
-			Help: "Entries held by the metadata caches, by cache and catalog.",
-		}, []string{"cache", "catalog"}),
-		invalidations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricInvalidationsTotal,
-			Help: "Metadata cache entries invalidated, by cache, catalog and reason (write, catalog, prune, all).",
-		}, []string{"cache", "catalog", "reason"}),
-		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRefreshesTotal,
-			Help: "Background reloads of metadata cache entries, by cache, catalog and result (success, failure).",
-		}, []string{"cache", "catalog", "result"}),
+		requests: r.CounterVec(MetricRequestsTotal,
+			"Metadata cache lookups by cache (database_list, database_metadata), catalog and result (hit, miss); a lookup that joined an identical load in flight is a hit.", "cache", "catalog", "result"),
+		entryCount: r.GaugeVec(MetricEntries,
+			"Entries held by the metadata caches, by cache and catalog.", "cache", "catalog"),
+		invalidations: r.CounterVec(MetricInvalidationsTotal,
+			"Metadata cache entries invalidated, by cache, catalog and reason (write, catalog, prune, all).", "cache", "catalog", "reason"),
+		refreshes: r.CounterVec(MetricRefreshesTotal,
+			"Background reloads of metadata cache entries, by cache, catalog and result (success, failure).", "cache", "catalog", "result"),
 	}
-	if reg != nil {
-		reg.MustRegister(m.requests, m.entryCount, m.invalidations, m.refreshes)
-	}
+	r.Must()
 	return m
 }
 

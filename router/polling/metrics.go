@@ -1,6 +1,10 @@
 package polling
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hms-proxy/hms-proxy/monitoring/metric"
+)
 
 // MetricProbesTotal counts background probes (an hms-proxy addition).
 const MetricProbesTotal = "hms_proxy_backend_probes_total"
@@ -13,13 +17,9 @@ type Metrics struct {
 // NewMetrics creates the metrics and registers them with reg (nil: not
 // registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{probes: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricProbesTotal,
-		Help: "Background backend probes (routing.backend-state-polling), by catalog and result (ok, error).",
-	}, []string{"catalog", "result"})}
-	if reg != nil {
-		reg.MustRegister(m.probes)
-	}
+	r := metric.New(reg, "backend polling metrics")
+	m := &Metrics{probes: r.CounterVec(MetricProbesTotal, "Background backend probes (routing.backend-state-polling), by catalog and result (ok, error).", "catalog", "result")}
+	r.Must()
 	return m
 }
 

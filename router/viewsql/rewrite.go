@@ -31,7 +31,7 @@ type Options struct {
 	// QualifyUnqualified: Outward qualifies a one-part table name of a
 	// non-default catalog's view with the external name of the view's
 	// database (the spec's behaviour). Inward cannot tell such a name from
-	// one the client wrote, so it comes back qualified (see the README).
+	// one the client wrote, so it comes back qualified (docs/tables.md#view-sql-rewrite-routerviewsql).
 	QualifyUnqualified bool
 	// SessionCatalogs are three-part prefixes that name the metastore itself
 	// from the engine's side: their database part is rewritten like a

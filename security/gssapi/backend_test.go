@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/security/sasl"
 	"github.com/hms-proxy/hms-proxy/testbed"
 )
@@ -45,7 +44,7 @@ func testInitiatorToHive(t *testing.T, v testbed.Version) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := l.Status(); st.State != monitoring.KerberosPending || st.LoggedIn {
+	if st := l.Status(); st.State != StatePending || st.LoggedIn {
 		t.Fatalf("status before any connection: %+v", st)
 	}
 	var first *sasl.Conn
@@ -71,7 +70,7 @@ func testInitiatorToHive(t *testing.T, v testbed.Version) {
 	}
 	defer first.Close()
 	st := l.Status()
-	if st.State != monitoring.KerberosActive || !st.Healthy || *st.SecondsUntilExpiry > int64(proxyLife/time.Second) {
+	if st.State != StateActive || !st.Healthy || *st.SecondsUntilExpiry > int64(proxyLife/time.Second) {
 		t.Fatalf("status after login: %+v", st)
 	}
 	firstExpiry := st.TGTExpiresAtEpochSecond
@@ -84,7 +83,7 @@ func testInitiatorToHive(t *testing.T, v testbed.Version) {
 
 	// let the TGT run out
 	time.Sleep(time.Until(time.Unix(firstExpiry, 0)) + time.Second)
-	if st := l.Status(); st.State != monitoring.KerberosStale || *st.SecondsUntilExpiry > 0 || !st.Healthy {
+	if st := l.Status(); st.State != StateStale || *st.SecondsUntilExpiry > 0 || !st.Healthy {
 		t.Fatalf("status after expiry: %+v", st)
 	}
 	// a pooled session opened before still works
@@ -106,7 +105,7 @@ func testInitiatorToHive(t *testing.T, v testbed.Version) {
 	if got := callGetAllDatabases(t, c); !slices.Contains(got, "default") {
 		t.Fatalf("new session: %v", got)
 	}
-	if st := l.Status(); st.State != monitoring.KerberosActive || st.TGTExpiresAtEpochSecond <= firstExpiry {
+	if st := l.Status(); st.State != StateActive || st.TGTExpiresAtEpochSecond <= firstExpiry {
 		t.Fatalf("status after the re-login: %+v (first TGT expired at %d)", st, firstExpiry)
 	}
 }

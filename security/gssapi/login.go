@@ -13,8 +13,6 @@ import (
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/jcmturner/gokrb5/v8/messages"
 	"github.com/jcmturner/gokrb5/v8/types"
-
-	"github.com/hms-proxy/hms-proxy/monitoring"
 )
 
 // LoginOptions configure a keytab login.
@@ -187,18 +185,39 @@ func (l *Login) credentials() (types.PrincipalName, string, error) {
 	return l.cl.Credentials.CName(), l.cl.Credentials.Domain(), nil
 }
 
+// Login states, as /readyz shows them.
+const (
+	StateDisabled = "DISABLED" // no Kerberos on this side
+	StatePending  = "PENDING"  // not logged in yet
+	StateActive   = "ACTIVE"   // a TGT that has not expired
+	StateStale    = "STALE"    // a TGT that has expired (the keytab still serves)
+	StateFailed   = "FAILED"   // the last login failed and no TGT is held
+)
+
+// Status is a Kerberos login's state (the management's readiness report
+// shows it as monitoring.KerberosStatus, the same fields).
+type Status struct {
+	State     string
+	LoggedIn  bool
+	Healthy   bool
+	Principal string
+	// TGT freshness, when known.
+	TGTExpiresAtEpochSecond int64
+	SecondsUntilExpiry      *int64
+}
+
 // Status is the login's state for /readyz, from what it holds now (it never
 // contacts the KDC): PENDING before the first login, ACTIVE with a TGT that
 // has not expired, STALE once it has, FAILED when the last login failed and
 // no TGT is held. Healthy means credentials exist (ACTIVE or STALE: the
 // acceptor keeps working from the keytab even with an expired TGT).
-func (l *Login) Status() monitoring.KerberosStatus {
+func (l *Login) Status() Status {
 	if l == nil {
-		return monitoring.KerberosStatus{State: monitoring.KerberosDisabled, Healthy: true}
+		return Status{State: StateDisabled, Healthy: true}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := monitoring.KerberosStatus{Principal: l.o.Principal}
+	s := Status{Principal: l.o.Principal}
 	switch {
 	case l.cl != nil:
 		s.LoggedIn = true
@@ -207,14 +226,14 @@ func (l *Login) Status() monitoring.KerberosStatus {
 		left := int64(l.tgtEnd.Sub(l.o.Now()) / time.Second)
 		s.SecondsUntilExpiry = &left
 		if left > 0 {
-			s.State = monitoring.KerberosActive
+			s.State = StateActive
 		} else {
-			s.State = monitoring.KerberosStale
+			s.State = StateStale
 		}
 	case !l.attempted:
-		s.State = monitoring.KerberosPending
+		s.State = StatePending
 	default:
-		s.State = monitoring.KerberosFailed
+		s.State = StateFailed
 	}
 	return s
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/security"
 	"github.com/hms-proxy/hms-proxy/security/kerberos"
 	"github.com/hms-proxy/hms-proxy/security/sasl"
@@ -149,9 +148,9 @@ func (f *FrontDoor) Accept(c net.Conn) (net.Conn, *security.Identity, sasl.Resul
 }
 
 // Status is the front door's Kerberos state for /readyz.
-func (f *FrontDoor) Status() monitoring.KerberosStatus {
+func (f *FrontDoor) Status() Status {
 	if f == nil {
-		return monitoring.KerberosStatus{State: monitoring.KerberosDisabled, Healthy: true}
+		return Status{State: StateDisabled, Healthy: true}
 	}
 	return f.Login.Status()
 }
@@ -227,9 +226,4 @@ func BackendDial(l *Login, o BackendOptions) (func(ctx context.Context, network,
 		return in.Dial(o.Dialer), nil
 	}
 	return in.Dial(&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}), nil
-}
-
-// Report is the /readyz "kerberos" section: nil sides are DISABLED.
-func Report(front *FrontDoor, backend *Login) monitoring.KerberosReport {
-	return monitoring.KerberosReport{FrontDoor: front.Status(), Backend: backend.Status()}
 }

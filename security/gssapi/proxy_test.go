@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hms-proxy/hms-proxy/monitoring"
 	"github.com/hms-proxy/hms-proxy/security/sasl"
 	"github.com/hms-proxy/hms-proxy/testbed"
 )
@@ -49,9 +48,9 @@ func TestFrontDoorOptions(t *testing.T) {
 	if _, err := NewFrontDoor(ok); err == nil || !strings.Contains(err.Error(), "keytab login of "+r.serverP) {
 		t.Errorf("KDC down: %v", err)
 	}
-	rep := Report(nil, nil)
-	if rep.FrontDoor.State != monitoring.KerberosDisabled || !rep.FrontDoor.Healthy || rep.Backend.State != monitoring.KerberosDisabled {
-		t.Errorf("disabled report %+v", rep)
+	front, back := (*FrontDoor)(nil).Status(), (*Login)(nil).Status()
+	if front.State != StateDisabled || !front.Healthy || back.State != StateDisabled {
+		t.Errorf("disabled: front door %+v, backend %+v", front, back)
 	}
 }
 
@@ -80,7 +79,7 @@ func TestFrontDoorWithJavaClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := fd.Status()
-	if st.State != monitoring.KerberosActive || !st.Healthy || !st.LoggedIn || st.Principal != r.kdc.Principal("hive/127.0.0.1") {
+	if st.State != StateActive || !st.Healthy || !st.LoggedIn || st.Principal != r.kdc.Principal("hive/127.0.0.1") {
 		t.Fatalf("front-door status %+v", st)
 	}
 	h := startHMSWith(t, fd.Server, fd)
@@ -104,7 +103,7 @@ func TestFrontDoorWithJavaClient(t *testing.T) {
 
 	time.Sleep(time.Until(time.Unix(st.TGTExpiresAtEpochSecond, 0)) + time.Second)
 	st = fd.Status()
-	if st.State != monitoring.KerberosStale || !st.Healthy || st.SecondsUntilExpiry == nil || *st.SecondsUntilExpiry > 0 {
+	if st.State != StateStale || !st.Healthy || st.SecondsUntilExpiry == nil || *st.SecondsUntilExpiry > 0 {
 		t.Fatalf("status after the TGT expired: %+v", st)
 	}
 	testbed.RunScenarioT(t, testbed.Hive410, h.uri(), "version", client("alice", r.aliceKT).Args()...)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hms-proxy/hms-proxy/monitoring/metric"
 )
 
 // Metric names. The first four are the specification's; the download
@@ -42,36 +44,27 @@ type Metrics struct {
 // NewMetrics creates the metrics and registers them with reg (nil: not
 // registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	r := metric.New(reg, "Ranger metrics")
 	m := &Metrics{
-		evaluations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricEvaluationsTotal,
-			Help: "Ranger policy evaluations, by catalog, resource type (database, table, column, udf), access type (_any for SHOW-style listing) and result (allowed, denied)."},
-			[]string{"catalog", "resource_type", "access_type", "result"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricEvaluationDurationSeconds,
-			Help: "Time to evaluate Ranger policies for one object, by catalog and resource type.", Buckets: EvaluationBuckets},
-			[]string{"catalog", "resource_type"}),
-		filtered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricFilteredObjectsTotal,
-			Help: "Databases and tables hidden from a listing by Ranger policies, by catalog and resource type."},
-			[]string{"catalog", "resource_type"}),
-		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricPluginInfo,
-			Help: "Active Ranger plugins (value 1), by catalog, service name, service type and application id."},
-			[]string{"catalog", "service_name", "service_type", "app_id"}),
-		downloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricPolicyDownloadsTotal,
-			Help: "Downloads from Ranger Admin, by service, kind (policies, roles) and result (updated, unchanged, failed)."},
-			[]string{"service_name", "kind", "result"}),
-		policyVer: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricPolicyVersion,
-			Help: "Version of the Ranger policies in force, by service (-1: none)."},
-			[]string{"service_name"}),
-		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricPolicyLastSuccess,
-			Help: "Unix time of the last download round Ranger Admin answered, by service."},
-			[]string{"service_name"}),
-		ready: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricPluginReady,
-			Help: "1 while a Ranger plugin has policies it enforces, 0 while it refuses the catalogs it guards, by service."},
-			[]string{"service_name"}),
+		evaluations: r.CounterVec(MetricEvaluationsTotal,
+			"Ranger policy evaluations, by catalog, resource type (database, table, column, udf), access type (_any for SHOW-style listing) and result (allowed, denied).", "catalog", "resource_type", "access_type", "result"),
+		duration: r.HistogramVec(MetricEvaluationDurationSeconds,
+			"Time to evaluate Ranger policies for one object, by catalog and resource type.", EvaluationBuckets, "catalog", "resource_type"),
+		filtered: r.CounterVec(MetricFilteredObjectsTotal,
+			"Databases and tables hidden from a listing by Ranger policies, by catalog and resource type.", "catalog", "resource_type"),
+		info: r.GaugeVec(MetricPluginInfo,
+			"Active Ranger plugins (value 1), by catalog, service name, service type and application id.", "catalog", "service_name", "service_type", "app_id"),
+		downloads: r.CounterVec(MetricPolicyDownloadsTotal,
+			"Downloads from Ranger Admin, by service, kind (policies, roles) and result (updated, unchanged, failed).", "service_name", "kind", "result"),
+		policyVer: r.GaugeVec(MetricPolicyVersion,
+			"Version of the Ranger policies in force, by service (-1: none).", "service_name"),
+		lastSuccess: r.GaugeVec(MetricPolicyLastSuccess,
+			"Unix time of the last download round Ranger Admin answered, by service.", "service_name"),
+		ready: r.GaugeVec(MetricPluginReady,
+			"1 while a Ranger plugin has policies it enforces, 0 while it refuses the catalogs it guards, by service.", "service_name"),
 		catalogs: map[string]*catalogMetrics{},
 	}
-	if reg != nil {
-		reg.MustRegister(m.evaluations, m.duration, m.filtered, m.info, m.downloads, m.policyVer, m.lastSuccess, m.ready)
-	}
+	r.Must()
 	return m
 }
 

@@ -1,6 +1,10 @@
 package ratelimit
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hms-proxy/hms-proxy/monitoring/metric"
+)
 
 // Metric names of this package. The refusals themselves are counted by the
 // router in monitoring's hms_proxy_rate_limited_total{dimension,scope,method,
@@ -20,19 +24,14 @@ type Metrics struct {
 // NewMetrics creates the metrics and registers them with reg (nil: not
 // registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	r := metric.New(reg, "rate limit metrics")
 	m := &Metrics{
-		trackedKeys: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: MetricTrackedKeys,
-			Help: "Per-key rate-limit buckets held in memory, by dimension (principal, source).",
-		}, []string{"dimension"}),
-		overflow: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricOverflowTotal,
-			Help: "Requests charged to a dimension's shared overflow bucket because its table of per-key buckets was full.",
-		}, []string{"dimension"}),
+		trackedKeys: r.GaugeVec(MetricTrackedKeys,
+			"Per-key rate-limit buckets held in memory, by dimension (principal, source).", "dimension"),
+		overflow: r.CounterVec(MetricOverflowTotal,
+			"Requests charged to a dimension's shared overflow bucket because its table of per-key buckets was full.", "dimension"),
 	}
-	if reg != nil {
-		reg.MustRegister(m.trackedKeys, m.overflow)
-	}
+	r.Must()
 	return m
 }
 

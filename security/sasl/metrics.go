@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hms-proxy/hms-proxy/monitoring/metric"
 )
 
 // Metric names of the SASL front door.
@@ -21,23 +23,15 @@ type Metrics struct {
 // NewMetrics registers the SASL metrics with reg (nil reg: unregistered, as
 // in tests that read the collectors directly).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	r := metric.New(reg, "SASL metrics")
 	m := &Metrics{
-		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricAuthFailuresTotal,
-			Help: "Failed SASL negotiations on a front-door listener, by mechanism (\"-\" before one was chosen) and reason.",
-		}, []string{"listener", "mechanism", "reason"}),
-		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    MetricHandshakeDurationSecs,
-			Help:    "Duration of successful SASL negotiations on a front-door listener.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}, []string{"listener", "mechanism"}),
+		failures: r.CounterVec(MetricAuthFailuresTotal,
+			"Failed SASL negotiations on a front-door listener, by mechanism (\"-\" before one was chosen) and reason.", "listener", "mechanism", "reason"),
+		durations: r.HistogramVec(MetricHandshakeDurationSecs,
+			"Duration of successful SASL negotiations on a front-door listener.", []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}, "listener", "mechanism"),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.failures, m.durations} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -1,6 +1,10 @@
 package tokens
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hms-proxy/hms-proxy/monitoring/metric"
+)
 
 // Metric names. The specification names no delegation-token metrics; these
 // follow the proxy's hms_proxy_ prefix.
@@ -37,19 +41,14 @@ type Metrics struct {
 // NewMetrics registers the metrics with reg (nil: not registered, still
 // usable).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	r := metric.New(reg, "delegation token metrics")
 	m := &Metrics{
-		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricOperationsTotal,
-			Help: "Delegation token operations served locally, by operation (issue, renew, cancel, verify) and result (ok, invalid, denied, store_error).",
-		}, []string{"operation", "result"}),
-		rolls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricMasterKeyRollTotal,
-			Help: "Master key rolls of the delegation token secret manager, by result (ok, store_error).",
-		}, []string{"result"}),
-		removed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: MetricExpiredRemoved,
-			Help: "Expired delegation tokens removed from the token store by the expired-token remover.",
-		}),
+		ops: r.CounterVec(MetricOperationsTotal,
+			"Delegation token operations served locally, by operation (issue, renew, cancel, verify) and result (ok, invalid, denied, store_error).", "operation", "result"),
+		rolls: r.CounterVec(MetricMasterKeyRollTotal,
+			"Master key rolls of the delegation token secret manager, by result (ok, store_error).", "result"),
+		removed: r.Counter(MetricExpiredRemoved,
+			"Expired delegation tokens removed from the token store by the expired-token remover."),
 	}
 	for _, op := range []string{OpIssue, OpRenew, OpCancel, OpVerify} {
 		for _, r := range []string{ResultOK, ResultInvalid, ResultDenied, ResultStoreError} {
@@ -58,9 +57,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.rolls.WithLabelValues(ResultOK)
 	m.rolls.WithLabelValues(ResultStoreError)
-	if reg != nil {
-		reg.MustRegister(m.ops, m.rolls, m.removed)
-	}
+	r.Must()
 	return m
 }
 

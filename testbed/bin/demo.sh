@@ -133,7 +133,7 @@ if [ -n "$PROXY_PID" ]; then
     echo "  $DEMO/hmsbed run --client 4.1.0 --uri $HIVE4_URI ddl --db catalog3__demo_sales4"
   fi
 fi
-echo "  (scenarios: version, ddl, lossless; clients: 3.1.3, 4.1.0 — see the README section on the real-Hive test bed)"
+echo "  (scenarios: version, ddl, lossless; clients: 3.1.3, 4.1.0 — see docs/testbed.md)"
 if [ -n "${REST_PORT:-}" ]; then
   echo
   echo "demo: preparing the Iceberg REST clients (PyIceberg, PySpark, Iceberg's Spark runtime; cached after the first time)..."

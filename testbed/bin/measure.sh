@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures the time to "all metastores ready" (2 x Hive 3.1.3 + 1 x Hive 4.1.0) from a cold cache (a new, empty
 # HMS_PROXY_CACHE: everything downloaded from Maven Central, driver built, schemas created) and from the warm
-# cache that run leaves behind. Numbers for README.md ("The real-Hive test bed").
+# cache that run leaves behind. Numbers for docs/testbed.md#measured-time-to-all-metastores-ready-2--313--1--410.
 # Usage: measure.sh [WARM-RUNS]   (default 3); the cold cache is removed at the end.
 set -euo pipefail
 

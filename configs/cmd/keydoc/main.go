@@ -1,50 +1,59 @@
-// Command keydoc writes the README's key reference from the configuration
-// registry (package configs).
+// Command keydoc writes the key reference of docs/configuration.md from the
+// configuration registry (package configs).
 //
 //	go run ./configs/cmd/keydoc            print the key reference
-//	go run ./configs/cmd/keydoc -write     rewrite it in README.md, between its markers
-//	go run ./configs/cmd/keydoc -check     exit 1 when README.md's copy is stale
+//	go run ./configs/cmd/keydoc -write     rewrite it in docs/configuration.md, between its markers
+//	go run ./configs/cmd/keydoc -check     exit 1 when docs/configuration.md's copy is stale
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/hms-proxy/hms-proxy/configs"
 )
 
-func main() {
-	readme := flag.String("readme", "README.md", "the README to update")
-	write := flag.Bool("write", false, "rewrite the key reference in -readme")
-	check := flag.Bool("check", false, "exit 1 when -readme's key reference is stale")
-	flag.Parse()
-	if !*write && !*check {
-		fmt.Print(configs.KeyReference())
-		return
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is the command: 0 done (or current), 1 stale (-check), 2 an error.
+func run(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("keydoc", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	doc := fl.String("doc", configs.KeyReferenceFile, "the document to update (run from the repository root)")
+	write := fl.Bool("write", false, "rewrite the key reference in -doc")
+	check := fl.Bool("check", false, "exit 1 when -doc's key reference is stale")
+	if err := fl.Parse(args); err != nil {
+		return 2
 	}
-	data, err := os.ReadFile(*readme)
+	if !*write && !*check {
+		fmt.Fprint(stdout, configs.KeyReference())
+		return 0
+	}
+	data, err := os.ReadFile(*doc)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "keydoc:", err)
-		os.Exit(2)
+		fmt.Fprintln(stderr, "keydoc:", err)
+		return 2
 	}
 	out, err := configs.SpliceKeyReference(string(data))
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "keydoc: %s: %v\n", *readme, err)
-		os.Exit(2)
+		fmt.Fprintf(stderr, "keydoc: %s: %v\n", *doc, err)
+		return 2
 	}
 	if *check {
 		if out != string(data) {
-			fmt.Fprintf(os.Stderr, "keydoc: %s: the key reference is stale; run go run ./configs/cmd/keydoc -write\n", *readme)
-			os.Exit(1)
+			fmt.Fprintf(stderr, "keydoc: %s: the key reference is stale; run go run ./configs/cmd/keydoc -write\n", *doc)
+			return 1
 		}
-		return
+		return 0
 	}
 	if out == string(data) {
-		return
+		return 0
 	}
-	if err := os.WriteFile(*readme, []byte(out), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "keydoc:", err)
-		os.Exit(2)
+	if err := os.WriteFile(*doc, []byte(out), 0o644); err != nil {
+		fmt.Fprintln(stderr, "keydoc:", err)
+		return 2
 	}
+	return 0
 }

@@ -64,7 +64,7 @@ func usage(w io.Writer) {
   hmsbed run --client VERSION --uri thrift://HOST:PORT SCENARIO [scenario args]
   hmsbed prepare-rest
   hmsbed rest-clients
-versions: 3.1.3, 4.1.0; scenarios: version, ddl, lossless (see README.md, "The real-Hive test bed")
+versions: 3.1.3, 4.1.0; scenarios: version, ddl, lossless (see docs/testbed.md)
 `)
 }
 

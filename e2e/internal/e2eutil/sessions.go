@@ -1,0 +1,46 @@
+package e2eutil
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hms-proxy/hms-proxy/testbed"
+)
+
+// RunJavaFile runs one of testdata's single-file Java programs with the real
+// HiveMetaStoreClient of version v on the class path (env: more variables of
+// its environment, such as HADOOP_USER_NAME) and returns the lines it
+// printed; it fails the test when the program fails.
+func RunJavaFile(t *testing.T, v testbed.Version, env []string, file string, args ...string) []string {
+	t.Helper()
+	lib, err := filepath.EvalSymlinks(filepath.Join(testbed.Cache(), "lib", string(v)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	jargs := append([]string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-D" + testbed.RunProperty + "=" + testbed.RunID(), "-cp", filepath.Join(lib, "*"),
+		Testdata(file)}, args...)
+	cmd := exec.CommandContext(run, "java", jargs...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err != nil {
+		tail := stderr.String()
+		if len(tail) > 3000 {
+			tail = tail[len(tail)-3000:]
+		}
+		t.Fatalf("%s with the Hive %s client: %v\n%s\nstderr tail:\n%s", file, v, err, strings.Join(lines, "\n"), tail)
+	}
+	return lines
+}
