@@ -398,6 +398,9 @@ func (pl *Planner) planSingle(req *call) {
 		p.Refusal.Catalog = cat.Name
 	case compat.Unsupported:
 		p.Kind, p.Refusal = PlanRefuse, NewRefusal(RefuseUnknownMethod, "unsupported", "%s", compat.UnsupportedMessage(m.Name, cat.Name, runtime))
+		if compat.UnsupportedReason(m.Name) != "" {
+			p.Refusal = NewRefusal(RefuseMeta, "unsupported", "%s", compat.UnsupportedReasonMessage(m.Name, cat.Name, runtime))
+		}
 		p.Refusal.Catalog = cat.Name
 	}
 }
