@@ -89,12 +89,22 @@ func accessRouter(t *testing.T, extra ...string) (r *Router, reached, dialed *at
 
 // writeSample is the sample call of a write naming database db: a lock
 // takes an EXCLUSIVE lock (a lock's sample is otherwise a SELECT's
-// SHARED_READ lock, which is a read).
+// SHARED_READ lock, which is a read), outside a transaction (noLockTxn).
 func writeSample(m *thriftgen.Method, db string) wire.Value {
-	v := sampleArgsNamed(m, db, "t")
+	v := noLockTxn(m, sampleArgsNamed(m, db, "t"))
 	if m.Name == "lock" {
 		comp := &v.Field(1).Field(1).Elems[0]
 		comp.Set(1, wire.I32(int32(thriftgen.LockType_EXCLUSIVE)))
+	}
+	return v
+}
+
+// noLockTxn takes the transaction out of a lock's sample: a refused lock of
+// a transaction also aborts it on the default catalog (lockabort.go,
+// TestRefusedLockOfATransactionIsAborted), which these tests do not judge.
+func noLockTxn(m *thriftgen.Method, v wire.Value) wire.Value {
+	if m.Name == "lock" {
+		v.Field(1).Del(lockRequestTxnID)
 	}
 	return v
 }
@@ -132,6 +142,9 @@ func TestAccessModesCoverEveryWrite(t *testing.T) {
 			}
 			if strings.Contains(msg, "is READ_ONLY (catalog.") || strings.Contains(msg, "names no catalog or database") {
 				saidReadOnly = true // or refused as a namespace-less write by the planner, before any catalog
+			}
+			if spec.PollsForWork() && msg == "" && reached.Load() == before {
+				saidReadOnly = true // "nothing is due": TestAccessModesAnswerPollsForWorkNothingDue
 			}
 		}
 		if !saidReadOnly && spec.Special != methods.RefuseAlways {
@@ -182,6 +195,8 @@ func TestWhitelistCoversEveryWrite(t *testing.T) {
 			_, msg = replyError(t, serveCall(t, r, m.Name, writeSample(m, prefix+"bd_ok")))
 			if reached.Load() != before {
 				passed++
+			} else if spec.PollsForWork() && msg == "" {
+				continue // names no database: nothing is due (TestAccessModesAnswerPollsForWorkNothingDue)
 			} else if strings.Contains(msg, "bd_ok") && strings.Contains(msg, "write-db-whitelist") {
 				t.Errorf("%s naming only the listed %sbd_ok was refused: %s", m.Name, prefix, msg)
 			}
@@ -280,4 +295,74 @@ func nameSet(names ...string) map[string]bool {
 		m[n] = true
 	}
 	return m
+}
+
+// A refused lock of a transaction ends it: the proxy aborts the transaction
+// on the default catalog and answers the TxnAbortedException lock declares,
+// with the reason (e2e/clients:TestHiveServer2TransactionsOnReadOnlyDefaultCatalog
+// shows HiveServer2 reading it). Here no metastore answers the abort: the
+// refusal is answered as before (a TApplicationException), and the client's
+// rollback ends the transaction. A lock outside a transaction aborts
+// nothing.
+func TestRefusedLockOfATransactionIsAborted(t *testing.T) {
+	r, reached, dialed := accessRouter(t, "access-mode=READ_ONLY")
+	lockArgs := func(txn int64) wire.Value {
+		comp := wire.Struct(wire.Field{ID: 1, V: wire.I32(int32(thriftgen.LockType_EXCLUSIVE))}, wire.Field{ID: 2, V: wire.I32(int32(thriftgen.LockLevel_TABLE))},
+			wire.Field{ID: 3, V: wire.Str("bd")}, wire.Field{ID: 4, V: wire.Str("t")}, wire.Field{ID: 6, V: wire.I32(int32(thriftgen.DataOperationType_UPDATE))})
+		req := wire.Struct(wire.Field{ID: 1, V: wire.List(wire.TStruct, comp)}, wire.Field{ID: 3, V: wire.Str("u")}, wire.Field{ID: 4, V: wire.Str("h")})
+		if txn > 0 {
+			req.Set(lockRequestTxnID, wire.I64(txn))
+		}
+		return wire.Struct(wire.Field{ID: 1, V: req})
+	}
+	field, msg := replyError(t, serveCall(t, r, "lock", lockArgs(0)))
+	if field != -1 || !strings.Contains(msg, "catalog1 is READ_ONLY") || dialed.Load() != 0 {
+		t.Errorf("a refused lock outside a transaction: field %d %q, %d dials; want a TApplicationException naming the reason, nothing aborted", field, msg, dialed.Load())
+	}
+	field, msg = replyError(t, serveCall(t, r, "lock", lockArgs(41)))
+	if dialed.Load() == 0 {
+		t.Errorf("a refused lock of transaction 41: no abort was tried")
+	}
+	if field != -1 || !strings.Contains(msg, "catalog1 is READ_ONLY") {
+		t.Errorf("a refused lock whose transaction could not be aborted: field %d %q, want the refusal as before", field, msg)
+	}
+	if reached.Load() != 0 {
+		t.Errorf("a refused lock reached the executor")
+	}
+	if spec := r.table.Lookup("lock"); spec.TxnAbortedField != 2 || spec.MetaExcField != -1 {
+		t.Errorf("lock declares TxnAbortedException in field 2 and no MetaException: %+v", spec)
+	}
+}
+
+// A poll for work (scheduled_query_poll of HiveServer2 4's scheduled-query
+// executor, the compactor's find_next_compact) records the work it hands
+// out: on a READ_ONLY catalog, or one whose whitelist it cannot name, the
+// caller hears that nothing is due, without an error for its log on every
+// poll, nothing reaching the metastore, and each answer counted.
+func TestAccessModesAnswerPollsForWorkNothingDue(t *testing.T) {
+	for _, mode := range [][]string{{"access-mode=READ_ONLY"}, {"access-mode=READ_WRITE_DB_WHITELIST", "write-db-whitelist=bd_ok"}} {
+		r, reached, _ := accessRouter(t, mode...)
+		polls := 0
+		for _, m := range thriftgen.AllMethods() {
+			if !r.table.Lookup(m.Name).PollsForWork() {
+				continue
+			}
+			polls++
+			reply := serveCall(t, r, m.Name, sampleArgsNamed(m, "bd", "t"))
+			if field, msg := replyError(t, reply); field != 0 || msg != "" {
+				t.Errorf("%v: %s answered an error (field %d): %s", mode, m.Name, field, msg)
+				continue
+			}
+			v, err := wire.DecodeStruct(reply.Body())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok := v.Field(0); ok == nil || ok.Type != wire.TStruct || len(ok.Fields) != 0 {
+				t.Errorf("%v: %s answered %+v, want an empty answer (nothing is due)", mode, m.Name, v)
+			}
+		}
+		if polls != 3 || reached.Load() != 0 {
+			t.Errorf("%v: %d polls answered, %d reached a metastore", mode, polls, reached.Load())
+		}
+	}
 }

@@ -176,14 +176,47 @@ func TestHiveServer2TransactionsOnReadOnlyDefaultCatalog(t *testing.T) {
 	// DbTxnManager with exclusive write locks, as a Hive 4 deployment with
 	// ACID tables on 3.1.3 catalogs is configured (README, HiveServer2 4).
 	conf := hs2Txn + ";hive.txn.xlock.write=true"
+	// run starts HiveServer2 on p, runs stmts and stops it once its
+	// scheduled-query executor (which polls the metastore when it starts)
+	// has been answered at least once; pollerLog is what HiveServer2 logged
+	// from that executor at WARN or ERROR.
+	var pollerLog []string
 	run := func(t *testing.T, p *proxytest.Proxy, stmts ...string) []string {
 		t.Helper()
 		hs2 := testbed.StartHiveServer2T(t, testbed.HiveServer2Options{MetastoreURI: p.URI("hive4")})
 		got := hs2Statements(t, hs2, conf, stmts...)
+		for deadline := time.Now().Add(3 * time.Minute); p.Metric(t, "hms_proxy_backend_fallback_total", "method", "scheduled_query_poll") < 1 &&
+			len(p.LogLines("method=scheduled_query_poll")) == 0; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("HiveServer2's scheduled-query executor did not poll within 3 minutes")
+			}
+		}
 		if err := hs2.Stop(); err != nil {
 			t.Error(err)
 		}
+		log, _ := os.ReadFile(filepath.Join(hs2.Dir, "hiveserver2.log"))
+		pollerLog = nil
+		for _, l := range strings.Split(string(log), "\n") {
+			if strings.Contains(l, "[Scheduled Query Poller]") && (strings.Contains(l, " ERROR ") || strings.Contains(l, " WARN ")) {
+				pollerLog = append(pollerLog, l)
+			}
+		}
 		return got
+	}
+	// quietPoller: on a catalog that refuses writes, HiveServer2 4's
+	// scheduled-query executor hears "nothing is due" (counted), not a
+	// refusal it logs on every poll.
+	quietPoller := func(t *testing.T, p *proxytest.Proxy) {
+		t.Helper()
+		if l := p.LogLines("request refused", "method=scheduled_query_poll"); len(l) > 0 {
+			t.Errorf("scheduled_query_poll was refused: %q", l)
+		}
+		if n := p.Metric(t, "hms_proxy_backend_fallback_total", "method", "scheduled_query_poll", "to_api", "empty_access_mode"); n < 1 {
+			t.Errorf("scheduled_query_poll was not answered \"nothing is due\" (counted %v)", n)
+		}
+		if len(pollerLog) > 0 {
+			t.Errorf("HiveServer2's scheduled-query executor logged: %q", pollerLog)
+		}
 	}
 	// The databases as a 3.1.3 client makes them (HiveServer2 4 would give
 	// them a managed location, which 3.1.3 has not).
@@ -247,6 +280,8 @@ func TestHiveServer2TransactionsOnReadOnlyDefaultCatalog(t *testing.T) {
 			"SELECT id, v FROM " + ro + ".acid",
 			"INSERT INTO " + ro + ".acid VALUES (3, 'c')",
 			"SELECT id, v FROM " + ro + ".acid",
+			"DROP TABLE " + ro + ".acid",
+			"SELECT id, v FROM " + ro + ".acid",
 		}
 		got := run(t, p, stmts...)
 		answered(t, stmts[0], got[0], "ok 1|a; 2|b")
@@ -255,6 +290,11 @@ func TestHiveServer2TransactionsOnReadOnlyDefaultCatalog(t *testing.T) {
 		answered(t, stmts[1], got[1], "error", "allocate write Id")
 		refusedWith(t, p, "method=allocate_table_write_ids", "catalog catalog1 is READ_ONLY (catalog.catalog1.access-mode)")
 		answered(t, stmts[2], got[2], "ok 1|a; 2|b")
+		// DROP TABLE is refused at its exclusive lock: the user reads the
+		// reason, not "Error communicating with the metastore"
+		answered(t, stmts[3], got[3], "error", "aborted the transaction", "hms-proxy refused the lock", "catalog catalog1 is READ_ONLY")
+		answered(t, stmts[4], got[4], "ok 1|a; 2|b")
+		quietPoller(t, p)
 		noWrites(t, tap, "")
 		unchanged(t)
 		nothingLeftOpen(t, e2eutil.HMS1.URI, before, ro, wl)
@@ -280,6 +320,7 @@ func TestHiveServer2TransactionsOnReadOnlyDefaultCatalog(t *testing.T) {
 		answered(t, stmts[3], got[3], "ok 1|a; 2|b")
 		answered(t, stmts[4], got[4], "ok 1|a; 2|b")
 		noWrites(t, tap, wl)
+		quietPoller(t, p)
 		unchanged(t)
 		nothingLeftOpen(t, e2eutil.HMS1.URI, before, ro, wl)
 	})

@@ -166,6 +166,9 @@ const (
 	RefuseUnknownMethod // TApplicationException UNKNOWN_METHOD
 	RefuseProtocol      // TApplicationException PROTOCOL_ERROR
 	RefuseMessageType   // TApplicationException INVALID_MESSAGE_TYPE
+	// RefuseTxnAborted: the TxnAbortedException the method declares (a
+	// refused lock whose transaction the proxy aborted).
+	RefuseTxnAborted
 )
 
 // Refusal is a request the proxy does not forward, with the reason a client
