@@ -88,6 +88,7 @@ type routerParts struct {
 	purged      map[string]bool // the catalogs the drop purge serves (its keys need a restart)
 	lockMetrics *locks.Metrics
 	res         *resilienceMetrics // of every router generation's resilience parts (resilience.go)
+	notifyPage  int                // TestHooks.NotificationCountPage
 }
 
 // TestHooks change what Build assembles in ways no configuration key may:
@@ -100,6 +101,14 @@ type TestHooks struct {
 	// FileMidWrite runs halfway through every HDFS or S3 metadata write, so
 	// a test can stop the storage server mid-write.
 	FileMidWrite func(loc string)
+	// OAuth2Now is the clock the REST listener checks bearer tokens' exp,
+	// nbf and iat against (default time.Now), so a test moves time instead
+	// of sleeping.
+	OAuth2Now func() time.Time
+	// NotificationCountPage is how many events one get_next_notification
+	// of the router's own exposure count reads (0: the router's default),
+	// so a test pages through a few events.
+	NotificationCountPage int
 }
 
 // Build creates every part without binding any socket.
@@ -125,7 +134,7 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 		return nil, err
 	}
 	a.Metrics = monitoring.NewMetrics(a.Registry, table.Names())
-	a.shared = routerParts{audit: auditLog, table: table, tables: newTableMetrics(a.Registry)}
+	a.shared = routerParts{audit: auditLog, table: table, tables: newTableMetrics(a.Registry), notifyPage: hooks.NotificationCountPage}
 	if a.Files, err = buildFiles(cfg, log, hooks.FileMidWrite); err != nil {
 		a.closeFiles()
 		return nil, err
@@ -228,7 +237,7 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 		a.Names = append(a.Names, name)
 	}
 	if cfg.RESTCatalog.Enabled {
-		if err := a.buildREST(cfg, auditLog, log); err != nil {
+		if err := a.buildREST(cfg, auditLog, log, hooks.OAuth2Now); err != nil {
 			a.closeFiles()
 			return nil, err
 		}
@@ -250,7 +259,8 @@ func (a *App) newRouter(cfg *configs.Config, tables router.TablePolicies) (*rout
 		tracer = router.NewTracer(a.Log)
 	}
 	ropts := router.Options{Table: a.shared.table, MaxMessage: int(cfg.Server.MaxMessageSize), Metrics: a.Metrics,
-		Audit: a.shared.audit, Log: a.Log, Tracer: tracer, Tables: tables, Locks: a.Locks, LockMetrics: a.shared.lockMetrics}
+		Audit: a.shared.audit, Log: a.Log, Tracer: tracer, Tables: tables, Locks: a.Locks, LockMetrics: a.shared.lockMetrics,
+		NotificationCountPage: a.shared.notifyPage}
 	// Latency-aware routing and overload protection (resilience.go); the
 	// rate limit is the first policy of the chain. A reload builds them
 	// anew from its configuration (breaker states, buckets and caches start

@@ -36,7 +36,7 @@ import (
 
 const restListenerName = "rest"
 
-func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.Logger) error {
+func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.Logger, oauth2Now func() time.Time) error {
 	rc := cfg.RESTCatalog
 	strict, err := wire.NewStrictSchema(0)
 	if err != nil {
@@ -69,7 +69,7 @@ func (a *App) buildREST(cfg *configs.Config, auditLog *audit.Logger, log *slog.L
 		}
 		if oauth2, err = restcatalog.NewOAuth2(restcatalog.OAuth2Options{Issuer: rc.OAuth2Issuer, Audience: rc.OAuth2Audience,
 			JWKSURI: rc.OAuth2JWKSURI, UserClaim: rc.OAuth2UserClaim, GroupsClaim: rc.OAuth2GroupsClaim,
-			ClockSkew: rc.OAuth2ClockSkew, Algorithms: rc.OAuth2Algorithms, HTTPClient: client, Log: log}); err != nil {
+			ClockSkew: rc.OAuth2ClockSkew, Algorithms: rc.OAuth2Algorithms, HTTPClient: client, Now: oauth2Now, Log: log}); err != nil {
 			return err
 		}
 	}

@@ -24,9 +24,9 @@ func documents(t *testing.T) []string {
 }
 
 var (
-	docFence    = regexp.MustCompile("^\\s*```")
-	docCodeSpan = regexp.MustCompile("`([^`\n]+)`")
-	docPropLine = regexp.MustCompile(`^\s*#?\s*([A-Za-z][A-Za-z0-9_.<>*-]*)\s*[=:]`)
+	docFence       = regexp.MustCompile("^\\s*```")
+	docCodeSpan    = regexp.MustCompile("`([^`\n]+)`")
+	docPropLine    = regexp.MustCompile(`^\s*#?\s*([A-Za-z][A-Za-z0-9_.<>*-]*)\s*[=:]`)
 	keyPlaceholder = regexp.MustCompile(`<[^>.]+>`)
 )
 

@@ -202,7 +202,7 @@ func restCatalogFeature() *feature {
 				meaning: "the claim that lists the user's groups (a JSON array of strings, or one string); absent means none",
 				bind:    func(c *Config, _ match) any { return &r(c).OAuth2GroupsClaim }},
 			{pattern: pre + "oauth2.clock-skew-seconds", typ: seconds(0), def: "60", example: "30", isNew: true,
-				meaning: "how long past its `exp` a token is still accepted, for clocks that disagree",
+				meaning: "how far the provider's clock and the proxy's may disagree: a token is accepted until `exp` plus this, from `nbf` minus this, and refused when its `iat` is more than this in the future",
 				bind:    func(c *Config, _ match) any { return &r(c).OAuth2ClockSkew }},
 			{pattern: pre + "oauth2.algorithms", typ: enumListT{values: DefaultOAuth2Algorithms}, def: strings.Join(DefaultOAuth2Algorithms, ","), example: "RS256", isNew: true,
 				meaning: "JWS algorithms a token may be signed with (asymmetric only; `none` and shared-secret HMAC are never accepted)",

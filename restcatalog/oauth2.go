@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -29,7 +28,9 @@ type OAuth2Options struct {
 	// UserClaim names the user (default "sub"); GroupsClaim lists the
 	// groups (default "groups": a JSON array of strings or one string).
 	UserClaim, GroupsClaim string
-	// ClockSkew is how long past its exp a token is still accepted.
+	// ClockSkew is how far the provider's clock and this one may disagree:
+	// a token is accepted until exp + ClockSkew, from nbf - ClockSkew, and
+	// refused when its iat is more than ClockSkew in the future.
 	ClockSkew time.Duration
 	// Algorithms a token may be signed with (default RS256).
 	Algorithms []string
@@ -92,13 +93,39 @@ func NewOAuth2(o OAuth2Options) (*OAuth2, error) {
 }
 
 func (a *OAuth2) newVerifier(keys oidc.KeySet) *oidc.IDTokenVerifier {
-	skew := a.o.ClockSkew
 	return oidc.NewVerifier(a.o.Issuer, keys, &oidc.Config{
 		ClientID:             a.o.Audience,
 		SupportedSigningAlgs: a.o.Algorithms,
-		// A token is accepted until exp + skew.
-		Now: func() time.Time { return a.o.Now().Add(-skew) },
+		// The token's times are checkTimes' (go-oidc allows a fixed five
+		// minutes before nbf, measured from its own clock, and reads no iat).
+		SkipExpiryCheck: true,
 	})
+}
+
+// checkTimes holds a verified token's times to the clock and the configured
+// skew (RFC 7519 4.1.4-4.1.6, RFC 9068 2.2 and 4): exp is required and must
+// not have passed, nbf (optional) must have come, and iat (optional) must
+// not lie in the future: a token "issued" later than now comes from a
+// provider whose clock is wrong, or was minted ahead to outlive a key.
+// It returns why the token is refused, or "".
+func (a *OAuth2) checkTimes(exp, iat time.Time, claims map[string]any) string {
+	now, skew := a.o.Now(), a.o.ClockSkew
+	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	if exp.IsZero() {
+		return "the bearer token has no exp claim (an access token must say when it expires)"
+	}
+	if now.After(exp.Add(skew)) {
+		return fmt.Sprintf("the bearer token expired at %s (clock skew allowed: %s, rest-catalog.oauth2.clock-skew-seconds)", at(exp), skew)
+	}
+	if nbf, ok := claims["nbf"].(float64); ok {
+		if t := time.Unix(int64(nbf), 0); now.Add(skew).Before(t) {
+			return fmt.Sprintf("the bearer token is not valid before %s (nbf; it is %s here, clock skew allowed: %s, rest-catalog.oauth2.clock-skew-seconds)", at(t), at(now), skew)
+		}
+	}
+	if !iat.IsZero() && now.Add(skew).Before(iat) {
+		return fmt.Sprintf("the bearer token was issued at %s, in the future (iat; it is %s here, clock skew allowed: %s, rest-catalog.oauth2.clock-skew-seconds)", at(iat), at(now), skew)
+	}
+	return ""
 }
 
 // keys returns the verifier, discovering the provider's key set first when
@@ -175,10 +202,7 @@ func (a *OAuth2) authenticate(w http.ResponseWriter, r *http.Request) (Caller, *
 	}
 	tok, err := v.Verify(r.Context(), token)
 	if err != nil {
-		var exp *oidc.TokenExpiredError
 		switch {
-		case errors.As(err, &exp):
-			return refuse("the bearer token expired at %s (clock skew allowed: %s)", exp.Expiry.UTC().Format(time.RFC3339), a.o.ClockSkew)
 		case strings.Contains(err.Error(), "fetching keys"):
 			a.o.Log.Warn("cannot fetch the identity provider's keys", "issuer", a.o.Issuer, "err", err)
 			return c, errorf(http.StatusServiceUnavailable, typeUnavailable, "cannot fetch the keys of identity provider %s to check the bearer token", a.o.Issuer)
@@ -188,6 +212,9 @@ func (a *OAuth2) authenticate(w http.ResponseWriter, r *http.Request) (Caller, *
 	var claims map[string]any
 	if err := tok.Claims(&claims); err != nil {
 		return refuse("the bearer token's claims do not parse: %v", err)
+	}
+	if why := a.checkTimes(tok.Expiry, tok.IssuedAt, claims); why != "" {
+		return refuse("%s", why)
 	}
 	user, _ := claims[a.o.UserClaim].(string)
 	if user == "" {

@@ -92,8 +92,14 @@ func (p *idp) claims(now time.Time, extra map[string]any) map[string]any {
 // reached: /v1/config needs none) and the caller it saw.
 func authServer(t *testing.T, p *idp, now func() time.Time) (string, *atomic.Pointer[restcatalog.Caller]) {
 	t.Helper()
-	oa, err := restcatalog.NewOAuth2(restcatalog.OAuth2Options{Issuer: p.srv.URL, Audience: "hms-proxy", UserClaim: "preferred_username",
+	return bearerServer(t, restcatalog.OAuth2Options{Issuer: p.srv.URL, Audience: "hms-proxy", UserClaim: "preferred_username",
 		ClockSkew: 30 * time.Second, Algorithms: []string{"RS256", "ES256"}, Now: now})
+}
+
+// bearerServer is a REST handler whose only authentication is o.
+func bearerServer(t *testing.T, o restcatalog.OAuth2Options) (string, *atomic.Pointer[restcatalog.Caller]) {
+	t.Helper()
+	oa, err := restcatalog.NewOAuth2(o)
 	if err != nil {
 		t.Fatal(err)
 	}

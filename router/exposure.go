@@ -145,6 +145,11 @@ func (r *Router) exposure(next Handler) Handler {
 			return ref
 		}
 		spec := x.Spec()
+		if spec.Name == "get_notification_events_count" {
+			if handled, err := r.countVisibleEvents(ctx, x); handled {
+				return err
+			}
+		}
 		if unattributedLists[spec.Name] && len(p.DBs) == 0 {
 			return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "exposure", Catalog: x.Cat.Name, Message: fmt.Sprintf(
 				"%s without a database would list names of every database of catalog %s, whose exposure rules (catalog.%s.expose-*) hide some: name the database",

@@ -124,6 +124,17 @@ func (e *Exposure) TableVisible(db, table string) bool {
 	return e.DBVisible(db)
 }
 
+// TablesNarrowed says whether table rules narrow the tables of database db
+// (some of its tables may be hidden while it is visible).
+func (e *Exposure) TablesNarrowed(db string) bool {
+	for _, tr := range e.tables {
+		if tr.db.MatchString(db) {
+			return true
+		}
+	}
+	return false
+}
+
 // filterNames removes the hidden tables of database db from a result body
 // whose success value is a list of table names.
 func (e *Exposure) filterNames(body []byte, db string) ([]byte, int, error) {

@@ -421,7 +421,7 @@ func (b *Backend) waitPermit(ctx context.Context, deadline time.Time) error {
 			b.opt.OnAcquireTimeout("borrow")
 		}
 		return fmt.Errorf("catalog %s: %w: no session of %d freed up within %v",
-			b.opt.Catalog, ErrPoolExhausted, b.opt.PoolSize, wait)
+			b.opt.Catalog, ErrPoolExhausted, b.opt.PoolSize, wait.Round(time.Millisecond))
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -265,3 +265,47 @@ func TestPoolNamesWhyAFailedRoundTripClosedItsSession(t *testing.T) {
 		t.Fatalf("reasons %v, want timeout, cancelled, transport", reasons)
 	}
 }
+
+// A borrow that finds every session busy past its wait gives up with
+// ErrPoolExhausted, naming the pool, and is counted once (the acquire-timeout
+// metrics hang on OnAcquireTimeout); the call holding the session is not
+// disturbed. The peer holds its answer until the test lets it go, so nothing
+// here depends on timing but the waiter's own bound.
+func TestPoolCountsABorrowThatFindsNoSessionInTime(t *testing.T) {
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	addr, _ := peer(t, func(m *wire.Message) []byte {
+		arrived <- struct{}{}
+		<-release
+		return reply(m.Name, m.SeqID)
+	})
+	var timeouts atomic.Int32
+	b, err := NewBackend(BackendOptions{Catalog: "c1", URIs: []string{"thrift://" + addr}, PoolSize: 1,
+		BorrowTimeout: 50 * time.Millisecond, OnAcquireTimeout: func(string) { timeouts.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	call := func() error {
+		args := wire.Struct()
+		req := wire.AppendMessage(nil, wire.Header{Name: "get_all_databases", Type: wire.Call, SeqID: 1}, &args)
+		_, done, err := b.Call(context.Background(), req, false)
+		if err == nil {
+			done()
+		}
+		return err
+	}
+	held := make(chan error, 1)
+	go func() { held <- call() }()
+	<-arrived // the one session is busy at the peer
+	err = call()
+	if !errors.Is(err, ErrPoolExhausted) || !strings.Contains(err.Error(), "catalog c1") || timeouts.Load() != 1 {
+		t.Fatalf("a borrow while the only session is busy: err %v, counted %d; want ErrPoolExhausted naming catalog c1, counted once", err, timeouts.Load())
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatalf("the call holding the session: %v", err)
+	}
+	if err := call(); err != nil || timeouts.Load() != 1 {
+		t.Fatalf("a call once the session is free: %v, acquire timeouts %d; want success and still 1", err, timeouts.Load())
+	}
+}

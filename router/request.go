@@ -64,6 +64,9 @@ type Options struct {
 	// Resilience: polling, hedged and degraded fan-out, the database
 	// caches (resilience.go); the breakers are the lanes'.
 	Resilience ResilienceOptions
+	// NotificationCountPage is how many events one get_next_notification
+	// of the exposure count reads (exposure_notify.go; 0: 1000).
+	NotificationCountPage int
 }
 
 // Router routes calls of every front-door listener. Everything of one
@@ -92,6 +95,7 @@ type Router struct {
 	tablePaths  map[string][][]int16 // create_table*/alter_table*: where their Tables are (ACID policy)
 	locals      map[string]LocalHandler
 	res         resilience
+	notifyPage  int32 // Options.NotificationCountPage
 }
 
 // Tracer sees one request at each stage (logging.debug-tracing). Every
@@ -145,6 +149,10 @@ func New(opt Options) (*Router, error) {
 	}
 	if r.log == nil {
 		r.log = slog.Default()
+	}
+	r.notifyPage = notifyCountPage
+	if n := opt.NotificationCountPage; n > 0 && n < notifyCountPage {
+		r.notifyPage = int32(n)
 	}
 	r.logs = newLogLimiter(r.log, time.Second)
 	if r.adapters = opt.Adapters; r.adapters == nil {

@@ -34,6 +34,8 @@ type Metastore struct {
 	TLS *MetastoreTLS
 
 	storage *MetastoreStorage
+	// notificationJar is NotificationListenerJar's, when the metastore records notifications.
+	notificationJar string
 
 	mu   sync.Mutex
 	proc *jvm
@@ -47,6 +49,28 @@ type MetastoreOptions struct {
 	TLS *MetastoreTLS
 	// Storage puts the metastore's warehouse on another file system (HDFS, S3; testbed/storage.go).
 	Storage *MetastoreStorage
+	// Notifications records the metastore's events in its NOTIFICATION_LOG, as installations that replicate or
+	// sync with Hive do: hive.metastore.transactional.event.listeners=DbNotificationListener, so
+	// get_next_notification, get_current_notificationEventId and get_notification_events_count answer events.
+	// Hive 3.1.3 only: the listener lives in hive-hcatalog-server-extensions (NotificationListenerJar), which
+	// Maven Central has for 3.1.3 and 4.2.0 but not 4.1.0 (nor does hive-exec 4.1.0 carry it).
+	Notifications bool
+}
+
+// NotificationListener is the class Hive's own documentation names for hive.metastore.transactional.event.listeners.
+const NotificationListener = "org.apache.hive.hcatalog.listener.DbNotificationListener"
+
+// notificationJars are the Maven coordinates of the jar holding NotificationListener, by Hive version.
+var notificationJars = map[Version]string{Hive313: "org.apache.hive.hcatalog:hive-hcatalog-server-extensions:3.1.3"}
+
+// NotificationListenerJar returns the jar of NotificationListener for v, copied from Maven Central into the cache.
+func NotificationListenerJar(v Version) (string, error) {
+	coords, ok := notificationJars[v]
+	if !ok {
+		return "", fmt.Errorf("testbed: MetastoreOptions.Notifications: no jar with %s for Hive %s is published on Maven Central "+
+			"(hive-hcatalog-server-extensions has 3.1.3 and 4.2.0); use Hive %s", NotificationListener, v, Hive313)
+	}
+	return MavenArtifact(coords)
 }
 
 // MetastoreStorage are a metastore's file-system settings: Hadoop keys for metastore-site.xml and core-site.xml,
@@ -143,6 +167,11 @@ func StartMetastoreWith(v Version, o MetastoreOptions) (*Metastore, error) {
 		return nil, fmt.Errorf("testbed: %w", err)
 	}
 	m := &Metastore{Version: v, Dir: dir, Kerberos: o.Kerberos, TLS: o.TLS, storage: o.Storage}
+	if o.Notifications {
+		if m.notificationJar, err = NotificationListenerJar(v); err != nil {
+			return nil, err
+		}
+	}
 	if k := o.Kerberos; k != nil && (k.KDC == nil || k.Principal == "" || k.Keytab == "") {
 		return nil, fmt.Errorf("testbed: a Kerberized metastore needs a KDC, a principal and a keytab (got %+v)", *k)
 	}
@@ -383,6 +412,11 @@ func (m *Metastore) conf() []string {
 	if st := m.storage; st != nil {
 		c = append(c, st.Conf...) // later entries win: metastore.warehouse.dir may move to HDFS
 	}
+	if m.notificationJar != "" {
+		c = append(c, "metastore.transactional.event.listeners="+NotificationListener,
+			// the notification RPCs otherwise demand a proxy-user grant of the caller (a Kerberos deployment's rule)
+			"metastore.metastore.event.db.notification.api.auth=false")
+	}
 	switch m.Version {
 	case Hive313:
 		// the default proxy class lives in hive-exec, which the standalone 3.1.3 metastore does not have (and its
@@ -482,8 +516,12 @@ func (m *Metastore) start() error {
 func (m *Metastore) classpath() (string, error) {
 	sep := string(filepath.ListSeparator)
 	st := m.storage
+	extra := m.hiveExec()
+	if m.notificationJar != "" {
+		extra += sep + m.notificationJar
+	}
 	if st == nil {
-		return filepath.Join(m.Dir, "conf") + sep + filepath.Join(libDir(m.Version), "*") + m.hiveExec(), nil
+		return filepath.Join(m.Dir, "conf") + sep + filepath.Join(libDir(m.Version), "*") + extra, nil
 	}
 	parts := []string{filepath.Join(m.Dir, "conf")}
 	if len(st.Exclude) == 0 {
@@ -506,7 +544,7 @@ func (m *Metastore) classpath() (string, error) {
 	if st.LibDir != "" {
 		parts = append(parts, filepath.Join(st.LibDir, "*"))
 	}
-	return strings.Join(parts, sep) + m.hiveExec(), nil
+	return strings.Join(parts, sep) + extra, nil
 }
 
 // hiveExec is, for 3.1.3, hive-exec last on the class path (as a Hive 3.1.3 installation has it: full ACID tables

@@ -39,7 +39,7 @@ func proxyBinary(t *testing.T) string {
 			binErr = err
 			return
 		}
-		binPath, binErr = cluster.Build(filepath.Join("..", "..", ".."), dir)
+		binPath, binErr = cluster.Build(".", dir)
 	})
 	if binErr != nil {
 		t.Fatal(binErr)

@@ -89,7 +89,7 @@ func (s *slowLink) cut() {
 }
 
 // The impersonation pool metrics with live pools: alice (set_ugi on a plain front door) has a pool of one session
-// to a metastore that answers each call after 1 s; four parallel calls under a 1.2 s latency budget show the
+// to a metastore that answers each call after 1 s; four parallel calls under a 1.5 s latency budget show the
 // session active while it serves, leave it idle afterwards, and the calls that found no free session in time are
 // counted as acquire timeouts; cutting the connections under the live pool evicts its session with reason
 // transport_failure.
@@ -118,42 +118,57 @@ func TestImpersonationPoolMetricsLive(t *testing.T) {
 	if a, i := sessions("active"), sessions("idle"); a != 0 || i != 1 {
 		t.Fatalf("after alice's first call: sessions active=%v idle=%v, want 0 and 1", a, i)
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(clients))
-	for i, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = c.GetAllDatabases(ctx(t))
-		}()
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	maxActive := 0.0
-	tick := time.NewTicker(20 * time.Millisecond)
-	for running := true; running; {
-		select {
-		case <-done:
-			running = false
-		case <-tick.C:
-			maxActive = max(maxActive, sessions("active"))
+	// Four parallel calls share alice's one session. Which of them find no
+	// session in time and which get it too late to finish depends on the
+	// scheduler: a waiter's budget ends when the holder's does, so the two
+	// outcomes race (router's TestPoolCountsABorrowThatFindsNoSessionInTime
+	// holds the exhausted case deterministically). Each of three rounds checks
+	// that every call refused for want of a session was counted once, that
+	// every other failure is the budget's, and that no second session opened.
+	maxActive, timeouts, refused := 0.0, 0.0, 0
+	for round := 1; round <= 3; round++ {
+		var wg sync.WaitGroup
+		errs := make([]error, len(clients))
+		for i, c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = c.GetAllDatabases(ctx(t))
+			}()
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		tick := time.NewTicker(20 * time.Millisecond)
+		for running := true; running; {
+			select {
+			case <-done:
+				running = false
+			case <-tick.C:
+				maxActive = max(maxActive, sessions("active"))
+			}
+		}
+		tick.Stop()
+		for _, err := range errs {
+			if err == nil {
+				continue
+			}
+			t.Logf("round %d: a parallel call failed: %v", round, err)
+			switch msg := err.Error(); {
+			case strings.Contains(msg, "freed up within"):
+				refused++
+			case strings.Contains(msg, "latency budget exceeded"):
+			default:
+				t.Fatalf("round %d: a parallel call failed for another reason than the pool or the budget: %v", round, err)
+			}
+		}
+		timeouts = p.Metric(t, router.MetricImpersonationAcquireTimeouts)
+		if timeouts != float64(refused) {
+			t.Fatalf("%s = %v after %d calls refused for want of a session: want one count each",
+				router.MetricImpersonationAcquireTimeouts, timeouts, refused)
 		}
 	}
-	tick.Stop()
-	failed := 0
-	for _, err := range errs {
-		if err != nil {
-			failed++
-			t.Logf("a parallel call failed: %v", err)
-		}
-	}
-	timeouts := p.Metric(t, router.MetricImpersonationAcquireTimeouts)
 	if maxActive != 1 {
 		t.Fatalf("%s{state=active} peaked at %v while alice's calls ran, want 1 (her one session)", router.MetricImpersonationSessions, maxActive)
-	}
-	if timeouts < 1 || failed < int(timeouts) {
-		t.Fatalf("%s = %v with %d of %d parallel calls failed: want at least one acquire timeout, each a failed call",
-			router.MetricImpersonationAcquireTimeouts, timeouts, failed, len(clients))
 	}
 	// idle again once the calls are over
 	if _, err := clients[0].GetAllDatabases(ctx(t)); err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +33,11 @@ type oauthProxy struct {
 
 func startOAuthREST(t *testing.T, extra ...string) *oauthProxy {
 	t.Helper()
+	return startOAuthRESTWith(t, app.TestHooks{}, extra...)
+}
+
+func startOAuthRESTWith(t *testing.T, hooks app.TestHooks, extra ...string) *oauthProxy {
+	t.Helper()
 	kc := e2eutil.Keycloak(t)
 	files, err := testbed.NewTLSFiles(t.TempDir(), "hms-proxy-rest")
 	if err != nil {
@@ -43,7 +49,7 @@ func startOAuthREST(t *testing.T, extra ...string) *oauthProxy {
 		"rest-catalog.oauth2.user-claim=preferred_username",
 		"rest-catalog.tls.cert-file=" + files.CertFile, "rest-catalog.tls.key-file=" + files.KeyFile,
 		"security.impersonation-enabled=true"}, extra...)...)
-	p := e2eutil.StartREST(t, props, app.TestHooks{})
+	p := e2eutil.StartREST(t, props, hooks)
 	p.Base = strings.Replace(p.Base, "http://", "https://", 1)
 	ca, _ := os.ReadFile(files.CAFile)
 	roots := x509.NewCertPool()
@@ -81,7 +87,8 @@ func claimsOf(t *testing.T, tok string) map[string]any {
 // with a Bearer challenge; the token endpoint names Keycloak's; plain HTTP
 // gets no answer; /readyz reports the listener's TLS and mechanism.
 func TestRESTOAuth2KeycloakTokens(t *testing.T) {
-	p := startOAuthREST(t, "rest-catalog.oauth2.clock-skew-seconds=0")
+	var clock testClock
+	p := startOAuthRESTWith(t, app.TestHooks{OAuth2Now: clock.now}, "rest-catalog.oauth2.clock-skew-seconds=0")
 	good := p.token(t, "hms", "pyiceberg")
 	a := p.DoAs(t, "GET", "/v1/catalog1/namespaces", "Bearer "+good, nil)
 	if a.Status != 200 {
@@ -113,12 +120,13 @@ func TestRESTOAuth2KeycloakTokens(t *testing.T) {
 		t.Errorf("without a token: %d %v", a.Status, a.Body)
 	}
 	// The short-lived token (1 s in realm hms) once its exp has passed
-	// (the listener allows no skew here).
+	// on the proxy's clock (the listener allows no skew here).
 	exp := time.Unix(int64(claimsOf(t, short)["exp"].(float64)), 0)
-	time.Sleep(time.Until(exp.Add(1500 * time.Millisecond)))
+	clock.set(exp.Add(time.Second))
 	if a := p.DoAs(t, "GET", "/v1/config", "Bearer "+short, nil); a.Status != 401 || !strings.Contains(jsonText(a.Body), "expired") {
 		t.Errorf("an expired token: %d %v", a.Status, a.Body)
 	}
+	clock.set(time.Time{})
 
 	// The token endpoint: Iceberg clients' default; the proxy mints none.
 	req, _ := http.NewRequest("POST", p.Base+"/v1/oauth/tokens", strings.NewReader("grant_type=client_credentials&client_id=pyiceberg&client_secret=x"))
@@ -230,8 +238,8 @@ func TestRESTOAuth2PyIcebergLifecycle(t *testing.T) {
 
 // Spark 3.5 with the Iceberg 1.10 runtime (rest.auth.type=oauth2, a
 // Keycloak client credential) over TLS on the Hive 4.1.0 catalog: create,
-// insert, schema change, the snapshots metadata table, time travel, a CTAS
-// of a format-version 1 table, rename, drops.
+// insert, schema change, the snapshots and history metadata tables
+// (SELECT *), time travel, a CTAS of a format-version 1 table, rename, drops.
 func TestRESTOAuth2SparkLifecycle(t *testing.T) {
 	p := startOAuthREST(t)
 	jar, err := testbed.MavenArtifact(testbed.IcebergSparkRuntime)
@@ -255,6 +263,10 @@ func TestRESTOAuth2SparkLifecycle(t *testing.T) {
 		{SQL: "SELECT id, note FROM " + tbl + " ORDER BY id", Fetch: true},
 		{SQL: "SELECT count(*) FROM " + tbl + ".snapshots", Fetch: true},
 		{SQL: "SELECT id FROM " + tbl + " VERSION AS OF {first} ORDER BY id", Fetch: true},
+		// Metadata tables: Iceberg's client asks for namespace ns.events,
+		// table snapshots first and falls back only on NoSuchTableException.
+		{SQL: "SELECT * FROM " + tbl + ".snapshots ORDER BY committed_at", Fetch: true},
+		{SQL: "SELECT * FROM " + tbl + ".history ORDER BY made_current_at", Fetch: true},
 		{SQL: "CREATE TABLE rest." + ns + ".v1 USING iceberg TBLPROPERTIES ('format-version'='1') AS SELECT id, data FROM " + tbl},
 		{SQL: "SELECT count(*) FROM rest." + ns + ".v1", Fetch: true},
 		{SQL: "SHOW TBLPROPERTIES rest." + ns + ".v1 ('format-version')", Fetch: true},
@@ -291,16 +303,39 @@ func TestRESTOAuth2SparkLifecycle(t *testing.T) {
 	if got := e2eutil.RowsText(res[8].Rows); got != "1;2" {
 		t.Errorf("time travel to the first snapshot: %q", got)
 	}
-	if got := e2eutil.RowsText(res[10].Rows); got != "3" {
+	checkMetadataTables(t, res[9].Rows, res[10].Rows)
+	if got := e2eutil.RowsText(res[12].Rows); got != "3" {
 		t.Errorf("the CTAS copy: %q", got)
 	}
-	if got := e2eutil.RowsText(res[11].Rows); !strings.HasSuffix(got, ",1") && got != "1" {
+	if got := e2eutil.RowsText(res[13].Rows); !strings.HasSuffix(got, ",1") && got != "1" {
 		t.Errorf("format-version of the CTAS table: %q", got)
 	}
-	if got := e2eutil.RowsText(res[13].Rows); !strings.Contains(got, "events2") || strings.Contains(got, "events,") {
+	if got := e2eutil.RowsText(res[15].Rows); !strings.Contains(got, "events2") || strings.Contains(got, "events,") {
 		t.Errorf("tables after the rename: %q", got)
 	}
 	assertTokenUser(t, p, e2eutil.HMS4, ns, "service-account-spark")
+}
+
+// checkMetadataTables holds Spark's t.snapshots (committed_at, snapshot_id,
+// parent_id, operation, ...) and t.history (made_current_at, snapshot_id,
+// parent_id, is_current_ancestor) of a table with two appends: two
+// snapshots on one parent chain, both current ancestors, the same ids.
+func checkMetadataTables(t *testing.T, snaps, hist [][]string) {
+	t.Helper()
+	if len(snaps) != 2 || len(hist) != 2 {
+		t.Fatalf("metadata tables: snapshots %q, history %q; want two rows each", snaps, hist)
+	}
+	for i := range snaps {
+		if len(snaps[i]) < 4 || len(hist[i]) < 4 {
+			t.Fatalf("metadata tables: snapshots %q, history %q", snaps, hist)
+		}
+		if snaps[i][3] != "append" || hist[i][1] != snaps[i][1] || !strings.EqualFold(hist[i][3], "true") {
+			t.Errorf("snapshot %d: snapshots row %q, history row %q", i, snaps[i], hist[i])
+		}
+	}
+	if snaps[1][2] != snaps[0][1] || hist[1][2] != hist[0][1] {
+		t.Errorf("the second snapshot's parent is not the first: snapshots %q, history %q", snaps, hist)
+	}
 }
 
 // Trino 476's Iceberg connector (iceberg.catalog.type=rest,
@@ -370,4 +405,63 @@ func TestRESTOAuth2TrinoLifecycle(t *testing.T) {
 	q("DROP TABLE " + tbl + "2")
 	q("DROP SCHEMA iceberg." + ns)
 	assertTokenUser(t, p, e2eutil.HMS1, ns, "service-account-trino")
+}
+
+// testClock is the proxy's clock for bearer tokens: the real time until a
+// test sets one (the zero time gives the real time back).
+type testClock struct{ at atomic.Int64 }
+
+func (c *testClock) now() time.Time {
+	if n := c.at.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Now()
+}
+
+func (c *testClock) set(t time.Time) {
+	if t.IsZero() {
+		c.at.Store(0)
+		return
+	}
+	c.at.Store(t.UnixNano())
+}
+
+// Keycloak's tokens against the proxy's clock with
+// rest-catalog.oauth2.clock-skew-seconds=30: a proxy whose clock is behind
+// Keycloak's by more than the skew refuses the token as issued in the
+// future (iat), by less accepts it; past exp the same 30 s hold. The clock
+// is moved, nothing sleeps.
+func TestRESTOAuth2KeycloakTokenTimes(t *testing.T) {
+	var clock testClock
+	p := startOAuthRESTWith(t, app.TestHooks{OAuth2Now: clock.now}, "rest-catalog.oauth2.clock-skew-seconds=30")
+	tok := p.token(t, "hms", "rck")
+	c := claimsOf(t, tok)
+	iatF, ok1 := c["iat"].(float64)
+	expF, ok2 := c["exp"].(float64)
+	if !ok1 || !ok2 {
+		t.Fatalf("Keycloak's token has no iat or exp: %v", c)
+	}
+	iat, exp := time.Unix(int64(iatF), 0), time.Unix(int64(expF), 0)
+	for _, s := range []struct {
+		name string
+		at   time.Time
+		want string // "" accepted
+	}{
+		{"the real clock", time.Time{}, ""},
+		{"31 s behind Keycloak", iat.Add(-31 * time.Second), "in the future"},
+		{"29 s behind Keycloak", iat.Add(-29 * time.Second), ""},
+		{"29 s past exp", exp.Add(29 * time.Second), ""},
+		{"31 s past exp", exp.Add(31 * time.Second), "expired at"},
+	} {
+		clock.set(s.at)
+		a := p.DoAs(t, "GET", "/v1/catalog1/namespaces", "Bearer "+tok, nil)
+		typ, msg := a.ErrorModel()
+		switch {
+		case s.want == "" && a.Status != 200:
+			t.Errorf("%s: %d %v, want it accepted", s.name, a.Status, a.Body)
+		case s.want != "" && (a.Status != 401 || typ != "NotAuthorizedException" || !strings.Contains(msg, s.want) ||
+			!strings.Contains(msg, "rest-catalog.oauth2.clock-skew-seconds")):
+			t.Errorf("%s: %d %s %q, want 401 naming %q", s.name, a.Status, typ, msg, s.want)
+		}
+	}
 }

@@ -74,9 +74,8 @@ func runSpark(t *testing.T, cfg map[string]any, steps ...sparkStep) []sparkResul
 }
 
 // sparkFlow is the REST flow in Spark SQL: Iceberg's runtime writes the data files to HDFS itself (HadoopFileIO),
-// the proxy the metadata files. (Spark's metadata tables, t.snapshots, are not used: the proxy answers
-// NoSuchNamespaceException for ns.t.snapshots where Iceberg's client needs NoSuchTableException to fall back to
-// them; reported to the REST frontend's owners.)
+// the proxy the metadata files. (Spark's metadata tables, t.snapshots and t.history, are read through the REST door
+// by e2e/rest's TestRESTOAuth2SparkLifecycle.)
 func sparkFlow(t *testing.T, cfg map[string]any, ns, loc string) flowResult {
 	t.Helper()
 	tn, rn := "rest."+ns+".events", "rest."+ns+".events_renamed"

@@ -80,12 +80,14 @@ type Cluster struct {
 // URI is the main frontend as a thrift:// URI (what clients configure).
 func (c *Cluster) URI() string { return "thrift://" + c.Addr }
 
-// Build compiles cmd/hms-proxy from the repository into dir and returns its
-// path.
-func Build(repo, dir string) (string, error) {
+// Build compiles cmd/hms-proxy into dir and returns its path. from is any
+// folder inside the module (a test passes its own, "."): the package is
+// named by its import path, so the caller's depth in the tree does not
+// matter.
+func Build(from, dir string) (string, error) {
 	bin := filepath.Join(dir, "hms-proxy")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/hms-proxy")
-	cmd.Dir = repo
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/hms-proxy/hms-proxy/cmd/hms-proxy")
+	cmd.Dir = from
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("cluster: go build ./cmd/hms-proxy: %v\n%s", err, out)
 	}
