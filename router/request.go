@@ -144,6 +144,9 @@ func New(opt Options) (*Router, error) {
 	if err := tableFieldIDs(); err != nil {
 		return nil, err
 	}
+	if err := planner.CommitFieldIDs(); err != nil {
+		return nil, err
+	}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
