@@ -125,8 +125,8 @@ func BuildWith(cfg *configs.Config, log *slog.Logger, hooks TestHooks) (*App, er
 		if err != nil {
 			return nil, fmt.Errorf("audit.file=%s: %v", cfg.Audit.File, err)
 		}
-		a.closers = append(a.closers, f)
-		auditLog = audit.NewLogger(f)
+		auditLog = audit.NewBufferedLogger(f, cfg.Audit.FlushInterval)
+		a.closers = append(a.closers, auditLog, f) // the batch held, then the file
 		auditLog.SetErrorHandler(func(err error) { log.Error("audit record could not be written", "file", cfg.Audit.File, "err", err) })
 	}
 	table, err := methods.BuildTable()

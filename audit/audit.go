@@ -12,10 +12,12 @@
 package audit
 
 import (
+	"bytes"
 	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 )
 
@@ -63,6 +65,17 @@ type Logger struct {
 
 	bufs sync.Pool // *[]byte
 
+	// Buffered mode (NewBufferedLogger): records collect in pend under mu
+	// and are written together by flush, under wmu, which keeps the
+	// batches in order; spare is the other buffer (wmu's).
+	every  time.Duration
+	pend   []byte
+	spare  []byte
+	armed  bool // a flush is due (timer set); mu's
+	timer  *time.Timer
+	wmu    sync.Mutex
+	closed bool // mu's
+
 	writeErrors atomic.Uint64
 	onError     atomic.Pointer[func(error)]
 }
@@ -107,11 +120,108 @@ func (l *Logger) WriteErrors() uint64 {
 	return l.writeErrors.Load()
 }
 
+// FlushAt is the size at which a buffered logger writes its records
+// without waiting for its interval.
+const FlushAt = 64 << 10
+
+// NewBufferedLogger returns a Logger that writes records to w in batches:
+// a record is appended to memory, and the records of up to every (or
+// FlushAt bytes, whichever comes first) reach w in one Write, in the order
+// they were logged. A record is never split and never reordered; a crash
+// loses what was logged in the last interval, a Close writes it. every <= 0
+// is NewLogger: one Write per record.
+func NewBufferedLogger(w io.Writer, every time.Duration) *Logger {
+	l := NewLogger(w)
+	if l == nil || every <= 0 {
+		return l
+	}
+	l.every = every
+	l.pend = make([]byte, 0, 4<<10)
+	l.spare = make([]byte, 0, 4<<10)
+	l.timer = time.AfterFunc(time.Hour, func() { l.flush() })
+	l.timer.Stop()
+	return l
+}
+
+// logBuffered appends r to the pending batch; the first record of a batch
+// arms the flush, a full batch is written at once.
+func (l *Logger) logBuffered(r *Record) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		l.logNow(r)
+		return
+	}
+	l.pend = append(AppendRecord(l.pend, r), '\n')
+	full := len(l.pend) >= FlushAt
+	arm := !l.armed && !full
+	l.armed = l.armed || arm
+	l.mu.Unlock()
+	switch {
+	case full:
+		l.flush()
+	case arm:
+		l.timer.Reset(l.every)
+	}
+}
+
+// flush writes the pending batch.
+func (l *Logger) flush() {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.mu.Lock()
+	b := l.pend
+	l.pend, l.armed = l.spare[:0], false
+	l.mu.Unlock()
+	if len(b) > 0 {
+		_, err := l.w.Write(b)
+		if err != nil {
+			l.failed(err, uint64(bytes.Count(b, []byte{'\n'})))
+		}
+	}
+	if cap(b) <= 4*FlushAt {
+		l.spare = b[:0]
+	} else {
+		l.spare = nil
+	}
+}
+
+// Close writes what a buffered logger holds; records logged after it are
+// written one by one. It does not close the writer.
+func (l *Logger) Close() error {
+	if l == nil || l.every <= 0 {
+		return nil
+	}
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.timer.Stop()
+	l.flush()
+	return nil
+}
+
+// failed counts n records lost to err and reports it.
+func (l *Logger) failed(err error, n uint64) {
+	l.writeErrors.Add(n)
+	if f := l.onError.Load(); f != nil {
+		(*f)(err)
+	}
+}
+
 // Log writes r as one JSON line. It does nothing on a nil Logger or a nil r.
 func (l *Logger) Log(r *Record) {
 	if l == nil || r == nil {
 		return
 	}
+	if l.every > 0 {
+		l.logBuffered(r)
+		return
+	}
+	l.logNow(r)
+}
+
+// logNow writes r with a Write of its own.
+func (l *Logger) logNow(r *Record) {
 	bp := l.bufs.Get().(*[]byte)
 	b := AppendRecord((*bp)[:0], r)
 	b = append(b, '\n')
@@ -126,10 +236,7 @@ func (l *Logger) Log(r *Record) {
 		l.bufs.Put(bp)
 	}
 	if err != nil {
-		l.writeErrors.Add(1)
-		if f := l.onError.Load(); f != nil {
-			(*f)(err)
-		}
+		l.failed(err, 1)
 	}
 }
 

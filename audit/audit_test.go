@@ -151,17 +151,7 @@ func TestConcurrentLogNeverInterleaves(t *testing.T) {
 	w := &chunkWriter{}
 	l := NewLogger(w)
 	const goroutines, per = 8, 500
-	var wg sync.WaitGroup
-	for g := 0; g < goroutines; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := 0; i < per; i++ {
-				l.Log(&Record{RequestID: uint64(g*per + i), Method: "get_table", AuthenticatedUser: strings.Repeat("u", g*37)})
-			}
-		}(g)
-	}
-	wg.Wait()
+	logConcurrently(l, goroutines, per)
 	sc := bufio.NewScanner(&w.buf)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	seen := map[uint64]bool{}

@@ -72,7 +72,7 @@ func (c *cursor) Answer(ctx context.Context, a planner.Local) {
 // routing.hedged-read.fanout-timeout-ms, and leaves out the degraded lanes
 // under SAFE_FANOUT_READS (a degraded catalog whose list the cache holds
 // fresh is served from the cache, not left out).
-func (c *cursor) Begin(f *planner.FanOut) (int, bool) {
+func (c *cursor) Begin(f *planner.FanOut) (int, planner.Schedule) {
 	req, r := (*request)(c), c.r
 	req.routed = true
 	if len(f.Legs) == 1 {
@@ -107,8 +107,9 @@ func (c *cursor) Begin(f *planner.FanOut) (int, bool) {
 			n = len(req.legs)
 		}
 		req.fanSem = make(chan struct{}, n)
+		return len(req.asked), planner.Parallel
 	}
-	return len(req.asked), len(req.asked) > 1 && r.allCached(req.legs)
+	return len(req.asked), r.schedule(req.legs)
 }
 
 // Asked reports whether leg i is asked.

@@ -305,6 +305,10 @@ func (r *Router) refuse(req *request, ref *planner.Refusal) {
 		if spec.InvalidOperationField >= 0 {
 			field = spec.InvalidOperationField
 		}
+	case planner.RefuseTxnAborted:
+		if spec.TxnAbortedField >= 0 {
+			field = spec.TxnAbortedField
+		}
 	}
 	r.declaredException(req, field, ref.Message)
 }

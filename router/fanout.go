@@ -38,19 +38,29 @@ import (
 // allDatabases is the list cache's name of get_all_databases.
 var allDatabases = dbcache.ListName("get_all_databases", "")
 
-// allCached reports whether every leg to run is a database list the list
-// cache holds fresh: then they run one after the other on this goroutine,
-// as copies of cached bytes cost less than goroutines.
-func (r *Router) allCached(xs []Exchange) bool {
+// schedule decides how a fan-out's legs run (hedged reads aside, which run
+// Parallel): one after the other when the list cache holds every leg fresh
+// (copies of cached bytes: nothing to overlap), Parallel when a leg would
+// load a database list into the cache (a load blocks until its backend
+// answers, so it cannot be sent and read later), Chained otherwise: every
+// leg's call is sent before the first answer is read, on this goroutine.
+func (r *Router) schedule(xs []Exchange) planner.Schedule {
 	if !r.res.cache.Enabled(dbcache.DatabaseList) {
-		return false
+		return planner.Chained
 	}
+	all := true
 	for i := range xs {
 		if x := &xs[i]; x.omitted == "" && !r.legCached(x) {
-			return false
+			if x.Leg.Op != planner.LegTableMeta {
+				return planner.Parallel
+			}
+			all = false
 		}
 	}
-	return true
+	if all {
+		return planner.Serial
+	}
+	return planner.Chained
 }
 
 // legCached reports whether a leg is a database list the list cache holds
@@ -179,7 +189,7 @@ func (r *Router) legDatabases(ctx context.Context, x *Exchange, method string, a
 	if backendPattern != "" && r.res.cache.Enabled(dbcache.DatabaseList) {
 		name = dbcache.ListName(method, backendPattern)
 	}
-	body, release, err := r.legFetch(ctx, x, method, args, name)
+	body, release, _, err := r.legFetch(ctx, x, method, args, name, nil)
 	if err != nil {
 		return err
 	}
@@ -265,21 +275,24 @@ func (r *Router) resultList(b *wire.Buf, cat *naming.Catalog, method string, bod
 }
 
 // legTableMeta asks one catalog for table metadata, rewrites it outward and
-// appends its elements, hiding what exposure hides.
+// appends its elements, hiding what exposure hides. The reply's names are
+// found while the pool reads it (one walk); without exposure rules the
+// elements are copied into the leg's buffer with the rewrites spliced in,
+// never decoded.
 func (r *Router) legTableMeta(ctx context.Context, x *Exchange, args []byte) error {
 	cat := x.Cat
-	body, release, err := r.legFetch(ctx, x, "get_table_meta", args, "")
+	spec := r.table.Lookup("get_table_meta")
+	o := &outward{ns: r.ns, cat: cat}
+	body, release, walked, err := r.legFetch(ctx, x, "get_table_meta", args, "", &ReplyWalk{Plan: spec.Result, V: o})
 	if err != nil {
 		return err
 	}
 	defer release()
-	spec := r.table.Lookup("get_table_meta")
-	patches, err := r.outwardPatches(spec.Result, cat, body, nil)
-	if err != nil {
-		return fmt.Errorf("catalog %s: unreadable get_table_meta reply: %v", cat.Name, err)
-	}
-	if len(patches) > 0 {
-		body = wire.Apply(nil, body, patches)
+	patches := o.patches
+	if !walked {
+		if patches, err = r.outwardPatches(spec.Result, cat, body, nil); err != nil {
+			return fmt.Errorf("catalog %s: unreadable get_table_meta reply: %v", cat.Name, err)
+		}
 	}
 	b := wire.Buf{B: body}
 	n, err := r.resultList(&b, cat, "get_table_meta", body, wire.TStruct)
@@ -287,6 +300,21 @@ func (r *Router) legTableMeta(ctx context.Context, x *Exchange, args []byte) err
 		return err
 	}
 	exp := r.lane(cat).policy.exposure
+	if !exp.active() {
+		from := b.Pos
+		for i := 0; i < n; i++ {
+			if err := b.Skip(wire.TStruct, 1); err != nil {
+				return fmt.Errorf("catalog %s: unreadable get_table_meta reply: %v", cat.Name, err)
+			}
+		}
+		x.legOut = applyRange(x.legOut, body, from, b.Pos, patches)
+		x.legN += n
+		return nil
+	}
+	if len(patches) > 0 {
+		body = wire.Apply(nil, body, patches)
+		b = wire.Buf{B: body, Pos: b.Pos} // the list's header is before any rewrite
+	}
 	hidden := 0
 	for i := 0; i < n; i++ {
 		start := b.Pos
@@ -294,16 +322,14 @@ func (r *Router) legTableMeta(ctx context.Context, x *Exchange, args []byte) err
 			return fmt.Errorf("catalog %s: unreadable get_table_meta reply: %v", cat.Name, err)
 		}
 		el := body[start:b.Pos]
-		if exp.active() {
-			tm, err := wire.DecodeStruct(el)
-			if err != nil {
-				return fmt.Errorf("catalog %s: unreadable get_table_meta reply: %v", cat.Name, err)
-			}
-			_, db, _ := r.ns.SplitDB(tm.Field(1).String())
-			if !exp.TableVisible(db, tm.Field(2).String()) {
-				hidden++
-				continue
-			}
+		tm, err := wire.DecodeStruct(el)
+		if err != nil {
+			return fmt.Errorf("catalog %s: unreadable get_table_meta reply: %v", cat.Name, err)
+		}
+		_, db, _ := r.ns.SplitDB(tm.Field(1).String())
+		if !exp.TableVisible(db, tm.Field(2).String()) {
+			hidden++
+			continue
 		}
 		x.legOut = append(x.legOut, el...)
 		x.legN++
@@ -314,13 +340,29 @@ func (r *Router) legTableMeta(ctx context.Context, x *Exchange, args []byte) err
 	return nil
 }
 
+// applyRange appends src[from:to] to dst with the patches inside that range
+// spliced in (patches in position order, as a walk reports them).
+func applyRange(dst, src []byte, from, to int, patches []wire.Patch) []byte {
+	pos := from
+	for _, p := range patches {
+		if p.Start < from || p.End > to {
+			continue
+		}
+		dst = append(dst, src[pos:p.Start]...)
+		dst = append(dst, p.Data...)
+		pos = p.End
+	}
+	return append(dst, src[pos:to]...)
+}
+
 func noRelease() {}
 
 // legFetch returns the result body of method(args) on the leg's catalog,
 // valid until release: from the database list cache when it is on and
 // cacheName names the request, else from the backend. A transport failure
 // is a *backendError; a TApplicationException an error naming the catalog.
-func (r *Router) legFetch(ctx context.Context, x *Exchange, method string, args []byte, cacheName string) (body []byte, release func(), err error) {
+// Given rw, a reply from the backend is walked while it is read (walked).
+func (r *Router) legFetch(ctx context.Context, x *Exchange, method string, args []byte, cacheName string, rw *ReplyWalk) (body []byte, release func(), walked bool, err error) {
 	cat := x.Cat
 	if cacheName != "" && r.res.cache.Enabled(dbcache.DatabaseList) {
 		id := x.Identity()
@@ -333,29 +375,35 @@ func (r *Router) legFetch(ctx context.Context, x *Exchange, method string, args 
 			dbcache.Key{Catalog: cat.Name, Name: cacheName, User: r.listUser(x)}, x.scratch[:0], load)
 		x.scratch = val
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		body, err := cachedBody(val, cat, method)
-		return body, noRelease, err
+		return body, noRelease, false, err
 	}
 	bufp := r.bufs.Get().(*[]byte)
 	req := wire.AppendHeader((*bufp)[:0], wire.Header{Name: method, Type: wire.Call, SeqID: 1})
 	req = append(req, args...)
 	*bufp = req
-	reply, done, err := r.fetch(ctx, x.req.info.ID, cat, req, x.req.fanSem, x.by)
+	var reply *wire.Message
+	var done func()
+	if f := &x.req.plan.FanOut; f.Chained() {
+		reply, done, walked, err = r.fetchChained(ctx, x, f, req, rw)
+	} else {
+		reply, done, walked, err = r.fetch(ctx, x.req.info.ID, cat, req, x.req.fanSem, x.by, rw)
+	}
 	r.bufs.Put(bufp)
 	if err != nil {
 		if !x.by.IsZero() && !time.Now().Before(x.by) && !errors.Is(err, ErrBudgetExceeded) {
 			err = fmt.Errorf("catalog %s: no answer within the fan-out's bound of %v (routing.hedged-read.fanout-timeout-ms): %w",
 				cat.Name, r.res.opt.FanoutTimeout, err)
 		}
-		return nil, nil, &backendError{cat: cat, err: err}
+		return nil, nil, false, &backendError{cat: cat, err: err}
 	}
 	if reply.Type == wire.Exception {
 		done()
-		return nil, nil, appFailure(r, cat, method, reply.Body())
+		return nil, nil, false, appFailure(r, cat, method, reply.Body())
 	}
-	return reply.Body(), done, nil
+	return reply.Body(), done, walked, nil
 }
 
 // appFailure is the error of a TApplicationException answer, counted.
@@ -416,7 +464,7 @@ func (r *Router) newListLoader(cat *naming.Catalog, id *security.Identity, metho
 		if t := r.res.opt.FanoutTimeout; t > 0 {
 			by = time.Now().Add(t)
 		}
-		reply, done, err := r.fetch(ctx, 0, cat, req, nil, by)
+		reply, done, _, err := r.fetch(ctx, 0, cat, req, nil, by, nil)
 		if err != nil {
 			return nil, false, &backendError{cat: cat, err: err}
 		}
@@ -432,25 +480,61 @@ func (r *Router) newListLoader(cat *naming.Catalog, id *security.Identity, metho
 // fetch sends one call (a whole message, which it may modify) to cat on the
 // pool of ctx's caller; with hedged reads on, a second attempt goes to
 // another session once the first has taken longer than the hedge delay.
-func (r *Router) fetch(ctx context.Context, id uint64, cat *naming.Catalog, req []byte, sem chan struct{}, by time.Time) (*wire.Message, func(), error) {
+func (r *Router) fetch(ctx context.Context, id uint64, cat *naming.Catalog, req []byte, sem chan struct{}, by time.Time, rw *ReplyWalk) (*wire.Message, func(), bool, error) {
 	b, err := r.lane(cat).backendFor(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if r.trace != nil {
 		r.trace.Backend(id, cat.Name, req)
 	}
 	var reply *wire.Message
 	var done func()
+	walked := false
 	if r.res.opt.Hedge.Enabled {
 		reply, done, err = r.hedged(ctx, b, cat, req, sem, by)
 	} else {
-		reply, done, err = b.CallBefore(ctx, req, true, by)
+		reply, done, walked, err = b.call(ctx, req, true, rw, b.opt.Guard, by)
 	}
 	if r.trace != nil {
 		r.trace.BackendReply(id, cat.Name, reply, err)
 	}
-	return reply, done, err
+	return reply, done, walked, err
+}
+
+// fetchChained is fetch for a leg of a Chained fan-out: it sends the call,
+// runs the fan-out's later legs (f.Continue: they send theirs, and read
+// them), then reads this leg's answer, or drops it unread when a later leg
+// failed the call. The time the later legs took is not this catalog's
+// latency (its breaker and adaptive timeout do not count it).
+func (r *Router) fetchChained(ctx context.Context, x *Exchange, f *planner.FanOut, req []byte, rw *ReplyWalk) (*wire.Message, func(), bool, error) {
+	b, err := x.lane.backendFor(ctx)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	id, cat := x.req.info.ID, x.Cat
+	if r.trace != nil {
+		r.trace.Backend(id, cat.Name, req)
+	}
+	var p pending
+	if err = b.sendBefore(ctx, &p, req, x.by); err == nil {
+		t := time.Now()
+		f.Continue()
+		paused := time.Since(t)
+		if f.Failed() != nil {
+			b.drop(&p)
+			return nil, nil, false, context.Canceled
+		}
+		reply, done, walked, err := b.receive(ctx, &p, paused, rw)
+		if r.trace != nil {
+			r.trace.BackendReply(id, cat.Name, reply, err)
+		}
+		return reply, done, walked, err
+	}
+	if r.trace != nil {
+		r.trace.BackendReply(id, cat.Name, nil, err)
+	}
+	return nil, nil, false, err
 }
 
 // attempt is one of the two calls of a hedged read.

@@ -211,94 +211,177 @@ func (b *Backend) Probe(ctx context.Context, req []byte) (reply *wire.Message, d
 func (b *Backend) Free() int { return cap(b.permits) - len(b.permits) }
 
 func (b *Backend) call(ctx context.Context, req []byte, retry bool, rw *ReplyWalk, guard *breaker.Guard, by time.Time) (reply *wire.Message, done func(), walked bool, err error) {
-	limit, adaptive := b.opt.CallBudget, false
-	var ticket breaker.Ticket
+	var p pending
+	if err = b.admit(ctx, &p, req, retry, guard, by); err != nil {
+		return nil, nil, false, err
+	}
+	reply, err = b.roundTrip(ctx, p.s, req, p.deadline, rw)
+	return b.finish(ctx, &p, reply, err, rw, 0)
+}
+
+// pending is a call admitted by the breaker, on a borrowed session; in a
+// Chained fan-out leg it is sent (send) and its answer read later
+// (receive), with the legs after it sent in between.
+type pending struct {
+	s        *session
+	ticket   breaker.Ticket
+	req      []byte
+	retry    bool
+	begin    time.Time     // before the session was borrowed
+	start    time.Time     // the first round trip's start
+	deadline time.Time     // the call's (budget, adaptive timeout, the caller's bound)
+	limit    time.Duration // the catalog's limit the deadline comes from (0: the caller's)
+	adaptive bool
+	// send's part: the method name, the socket's deadline, the error of
+	// the write
+	name   []byte
+	sockBy time.Time
+	sent   error
+}
+
+// admit asks the breaker, sets the call's deadline and borrows a session.
+func (b *Backend) admit(ctx context.Context, p *pending, req []byte, retry bool, guard *breaker.Guard, by time.Time) (err error) {
+	p.req, p.retry, p.limit = req, retry, b.opt.CallBudget
 	if guard != nil {
-		if ticket, err = guard.Admit(); err != nil {
-			return nil, nil, false, err // *breaker.OpenError: fail fast, no session taken
+		if p.ticket, err = guard.Admit(); err != nil {
+			return err // *breaker.OpenError: fail fast, no session taken
 		}
-		if t := ticket.Timeout(); t != limit {
-			limit, adaptive = t, true
+		if t := p.ticket.Timeout(); t != p.limit {
+			p.limit, p.adaptive = t, true
 		}
 	}
-	begin := time.Now()
-	var deadline time.Time
-	if limit > 0 {
-		deadline = begin.Add(limit)
+	p.begin = time.Now()
+	if p.limit > 0 {
+		p.deadline = p.begin.Add(p.limit)
 	}
 	if d, ok := ctx.Deadline(); ok && (by.IsZero() || d.Before(by)) {
 		by = d
 	}
-	if !by.IsZero() && (deadline.IsZero() || by.Before(deadline)) {
-		deadline = by
-		limit = 0 // the caller's deadline, not the catalog's limit
+	if !by.IsZero() && (p.deadline.IsZero() || by.Before(p.deadline)) {
+		p.deadline = by
+		p.limit = 0 // the caller's deadline, not the catalog's limit
 	}
-	s, err := b.borrow(ctx, deadline)
-	if err != nil {
+	if p.s, err = b.borrow(ctx, p.deadline); err != nil {
 		if errors.Is(err, ErrPoolExhausted) {
-			ticket.Abandon() // the proxy's own pool, not the backend
+			p.ticket.Abandon() // the proxy's own pool, not the backend
 		} else {
-			ticket.Done(time.Since(begin), err)
+			p.ticket.Done(time.Since(p.begin), err)
 		}
-		return nil, nil, false, b.overBudget(err, deadline, limit, adaptive)
+		return b.overBudget(err, p.deadline, p.limit, p.adaptive)
 	}
-	start := time.Now()
-	reply, err = b.roundTrip(ctx, s, req, deadline, rw)
+	p.start = time.Now()
+	return nil
+}
+
+// finish ends a call whose first round trip returned reply or err: a stale
+// pooled session is retried once on a fresh one, the breaker and the pool's
+// health learn the outcome. paused is the time the caller spent on other
+// work between sending and reading (a Chained leg's later legs): it is not
+// the backend's latency.
+func (b *Backend) finish(ctx context.Context, p *pending, reply *wire.Message, err error, rw *ReplyWalk, paused time.Duration) (*wire.Message, func(), bool, error) {
+	s := p.s
 	// Only a pooled session that went stale while idle (the metastore
 	// restarted, a firewall dropped it) deserves a second try; a fresh
 	// connection that failed, or a call that timed out, would just fail (or
 	// hang) again and double the client's wait.
-	if err != nil && retry && s.reused && !isTimeout(err) && ctx.Err() == nil {
+	if err != nil && p.retry && s.reused && !isTimeout(err) && ctx.Err() == nil {
 		b.discard(s, monitoring.RetireTransport)
 		if s, err = b.borrowFresh(ctx); err != nil {
 			b.release()
 			b.failure(err)
-			ticket.Done(time.Since(start), err)
+			p.ticket.Done(time.Since(p.start)-paused, err)
 			return nil, nil, false, err
 		}
 		if rw != nil {
 			rw.V.Reset()
 		}
-		start = time.Now()
-		reply, err = b.roundTrip(ctx, s, req, deadline, rw)
+		p.start, paused = time.Now(), 0
+		reply, err = b.roundTrip(ctx, s, p.req, p.deadline, rw)
 	}
-	elapsed := time.Since(start)
+	elapsed := time.Since(p.start) - paused
 	// A reply of any kind (a declared exception, a TApplicationException)
 	// is the backend answering; a reply that does not belong to its
 	// request is not.
-	ticket.Done(elapsed, err)
+	p.ticket.Done(elapsed, err)
 	if err != nil {
-		err = b.overBudget(err, deadline, limit, adaptive)
+		err = b.overBudget(err, p.deadline, p.limit, p.adaptive)
 		b.discard(s, failureReason(err))
 		b.release()
 		b.failure(err)
 		return nil, nil, false, err
 	}
 	b.success(elapsed, s.addr)
-	walked = rw != nil && reply != nil && reply.Type == wire.Reply && !b.opt.Framed
+	walked := rw != nil && reply != nil && reply.Type == wire.Reply && !b.opt.Framed
 	return reply, s.done, walked, nil
 }
 
+// sendBefore admits and sends a call whose answer receive reads later
+// (bounded by by as CallBefore is). An error is the admission's or the
+// borrow's (nothing is left to receive); a failed write is kept for
+// receive, which retries a stale pooled session as a whole call does.
+func (b *Backend) sendBefore(ctx context.Context, p *pending, req []byte, by time.Time) error {
+	if err := b.admit(ctx, p, req, true, b.opt.Guard, by); err != nil {
+		return err
+	}
+	p.name, p.sockBy, p.sent = b.send(p.s, req, p.deadline)
+	return nil
+}
+
+// settle is how long a sent call whose deadline passed while the caller
+// did other work (a Chained fan-out reading its legs' answers one after the
+// other) still gets to hand over an answer that arrived in time: reading
+// one that waits on the socket takes microseconds.
+const settle = 200 * time.Millisecond
+
+// receive reads the answer of a call sendBefore sent (walking it as
+// CallWalk does, given rw); paused is the time the caller spent on other
+// work since.
+func (b *Backend) receive(ctx context.Context, p *pending, paused time.Duration, rw *ReplyWalk) (*wire.Message, func(), bool, error) {
+	var reply *wire.Message
+	err := p.sent
+	if err == nil {
+		if !p.sockBy.IsZero() {
+			if now := time.Now(); now.After(p.sockBy) {
+				_ = p.s.conn.SetReadDeadline(now.Add(settle))
+			}
+		}
+		reply, err = b.receiveOn(ctx, p.s, p.name, rw)
+	}
+	return b.finish(ctx, p, reply, err, rw, paused)
+}
+
+// drop gives up a sent call whose answer is no longer wanted (another leg
+// of its fan-out failed the call): its session is closed unread, and the
+// breaker counts the call neither way.
+func (b *Backend) drop(p *pending) {
+	p.ticket.Abandon()
+	b.discard(p.s, monitoring.RetireCancelled)
+	b.release()
+}
+
 func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, callDeadline time.Time, rw *ReplyWalk) (*wire.Message, error) {
+	name, _, err := b.send(s, req, callDeadline)
+	if err != nil {
+		return nil, err
+	}
+	return b.receiveOn(ctx, s, name, rw)
+}
+
+// send writes a call on s, its sequence id the session's next, within the
+// call's deadline and the socket timeout (the socket's deadline, returned).
+func (b *Backend) send(s *session, req []byte, callDeadline time.Time) (name []byte, deadline time.Time, err error) {
 	name, ok := stampSeq(req, s.seq+1)
 	if !ok {
-		return nil, fmt.Errorf("catalog %s: internal error: a request without a strict CALL header", b.opt.Catalog)
+		return nil, time.Time{}, fmt.Errorf("catalog %s: internal error: a request without a strict CALL header", b.opt.Catalog)
 	}
 	s.seq++
-	deadline := callDeadline
+	deadline = callDeadline
 	if b.opt.SocketTimeout > 0 {
 		if d := time.Now().Add(b.opt.SocketTimeout); deadline.IsZero() || d.Before(deadline) {
 			deadline = d
 		}
 	}
 	_ = s.conn.SetDeadline(deadline)
-	if ctx.Done() != nil {
-		// Cancellation (a fan-out whose other leg failed) interrupts the
-		// blocked read; the session is then closed by the caller.
-		stop := context.AfterFunc(ctx, func() { _ = s.conn.SetDeadline(time.Unix(1, 0)) })
-		defer stop()
-	}
-	var err error
 	if b.opt.Framed {
 		err = wire.WriteFramed(s.w, req)
 	} else {
@@ -307,10 +390,20 @@ func (b *Backend) roundTrip(ctx context.Context, s *session, req []byte, callDea
 	if err == nil {
 		err = s.w.Flush()
 	}
-	if err != nil {
-		return nil, err
+	return name, deadline, err
+}
+
+// receiveOn reads the reply to the call named name sent on s and checks it
+// belongs to it.
+func (b *Backend) receiveOn(ctx context.Context, s *session, name []byte, rw *ReplyWalk) (*wire.Message, error) {
+	if ctx.Done() != nil {
+		// Cancellation (a fan-out whose other leg failed) interrupts the
+		// blocked read; the session is then closed by the caller.
+		stop := context.AfterFunc(ctx, func() { _ = s.conn.SetDeadline(time.Unix(1, 0)) })
+		defer stop()
 	}
 	var m *wire.Message
+	var err error
 	buffered := 0
 	if b.opt.Framed {
 		if m, err = wire.ReadFramed(s.r, wire.Limits{MaxMessage: b.opt.MaxReply}); err == nil {

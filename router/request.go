@@ -145,6 +145,9 @@ func New(opt Options) (*Router, error) {
 	if err := tableFieldIDs(); err != nil {
 		return nil, err
 	}
+	if err := planner.CommitFieldIDs(); err != nil {
+		return nil, err
+	}
 	if r.log == nil {
 		r.log = slog.Default()
 	}

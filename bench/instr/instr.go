@@ -105,10 +105,11 @@ func DefaultCases() []Case {
 
 // Options configure a run.
 type Options struct {
-	Bin   string // folder holding hms-proxy and tcpfwd
-	Work  string // callgrind files, configs, logs
-	Calls int    // measured calls per case (as many again warm up first)
-	GOGC  string // the measured process's GOGC ("off": no collection, the steadiest count)
+	Bin   string            // folder holding hms-proxy and tcpfwd
+	Work  string            // callgrind files, configs, logs
+	Calls int               // measured calls per case (as many again warm up first)
+	GOGC  string            // the measured process's GOGC ("off": no collection, the steadiest count)
+	Set   map[string]string // properties set in the proxy's configuration beyond the defaults (-set)
 	Cases []Case
 	Log   func(format string, args ...any)
 }
@@ -203,6 +204,9 @@ func measure(opt Options, c Case, i int, backend string, reqs *workload.Requests
 			uris[j] = "thrift://" + backend
 		}
 		props := proxybench.Props(proxybench.ProxyConfig{Port: port, MgmtPort: mport, Backends: uris, PoolSize: 64, Audit: true, Dir: dir})
+		for k, v := range opt.Set {
+			props[k] = v
+		}
 		file := filepath.Join(dir, "hms-proxy.properties")
 		if err := os.WriteFile(file, []byte(proxybench.PropsText(props)), 0o644); err != nil {
 			return Result{}, err
@@ -433,7 +437,16 @@ func Markdown(w io.Writer, rs []Result, opt Options) {
 	cats = append(cats, "other")
 	fmt.Fprintf(w, "Instructions per call of the process under test (callgrind, GOGC=%s, %d measured calls per case after %d\n", opt.GOGC, opt.Calls, opt.Calls/2)
 	fmt.Fprintf(w, "warm-up calls; instant backend with synthetic replies; audit on). Categories sum the self cost of the functions\n")
-	fmt.Fprintf(w, "they match (bench/instr).\n\n| Case | total |")
+	fmt.Fprintf(w, "they match (bench/instr).\n\n")
+	if len(opt.Set) > 0 {
+		keys := make([]string, 0, len(opt.Set))
+		for k := range opt.Set {
+			keys = append(keys, k+"="+opt.Set[k])
+		}
+		sort.Strings(keys)
+		fmt.Fprintf(w, "The proxy's configuration also sets %s.\n\n", strings.Join(keys, ", "))
+	}
+	fmt.Fprint(w, "| Case | total |")
 	for _, c := range cats {
 		fmt.Fprintf(w, " %s |", c)
 	}

@@ -15,7 +15,7 @@
 //	    (bench/replicas), written to replicas.json and replicas.md under -out
 //	hms-bench render -out DIR
 //	    re-render results.md and latency.svg from DIR/results.json
-//	hms-bench instr -bin DIR -out FILE [-work DIR] [-calls 2000] [-gogc off] [-cases W:Ncat:CONN,...]
+//	hms-bench instr -bin DIR -out FILE [-work DIR] [-calls 2000] [-gogc off] [-cases W:Ncat:CONN,...] [-set k=v,...]
 //	    instructions per call of hms-proxy (and the TCP forwarder) under valgrind's callgrind,
 //	    by category (bench/instr): repeatable on a loaded machine
 package main
@@ -42,7 +42,7 @@ const usage = `usage:
   hms-bench profile -instant ADDR -db NAME -workload W -out DIR [-dur 4s] [-conc 4] [-catalogs 1] [-tag NAME] [-contention]
   hms-bench replicas [-out DIR] [-work DIR] [-bin DIR] [-budget 3m] [-quick]
   hms-bench render -out DIR
-  hms-bench instr -bin DIR -out FILE [-work DIR] [-calls 2000] [-gogc off] [-cases W:Ncat:CONN,...]
+  hms-bench instr -bin DIR -out FILE [-work DIR] [-calls 2000] [-gogc off] [-cases W:Ncat:CONN,...] [-set k=v,...]
 `
 
 func main() {
@@ -203,9 +203,21 @@ func instructions(args []string) int {
 	calls := fs.Int("calls", 2000, "measured calls per case")
 	gogc := fs.String("gogc", "off", "GOGC of the measured process (off: no collection, the steadiest count; 100: the default, GC included)")
 	cases := fs.String("cases", "", "comma-separated workload:<N>cat:<connections> or workload:fwd:<connections> (default: get_table at 1, 8, 64 through hms-proxy and the forwarder, get_partitions_by_names, each fan-out over 1, 2, 4 catalogs)")
+	set := fs.String("set", "", "comma-separated key=value properties of the measured proxy beyond the defaults (e.g. audit.flush-interval-ms=100)")
 	_ = fs.Parse(args)
 	opt := instr.Options{Bin: *bin, Work: *work, Calls: *calls, GOGC: *gogc, Cases: instr.DefaultCases(),
 		Log: func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }}
+	if *set != "" {
+		opt.Set = map[string]string{}
+		for _, kv := range strings.Split(*set, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			if !ok || k == "" {
+				fmt.Fprintf(os.Stderr, "hms-bench instr: -set %q: want key=value\n", kv)
+				return 2
+			}
+			opt.Set[k] = v
+		}
+	}
 	if *cases != "" {
 		opt.Cases = nil
 		for _, c := range strings.Split(*cases, ",") {

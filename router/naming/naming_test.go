@@ -1,6 +1,9 @@
 package naming
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func testNS(preserve bool) *Namespace {
 	return NewNamespace("__", "catalog1", preserve, []*Catalog{
@@ -103,5 +106,35 @@ func TestHivePatternMatchesLikeHMS(t *testing.T) {
 	}
 	if _, err := Pattern("bad(["); err == nil {
 		t.Error("an invalid pattern must be an error")
+	}
+}
+
+// A pattern is compiled once and kept (the same matcher serves the next
+// call), and the store stays bounded whatever patterns clients invent; a
+// kept pattern matches as a fresh one does.
+func TestPatternsAreCompiledOnceAndKeptBounded(t *testing.T) {
+	a, err := Pattern("hmsbench*|sales")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Pattern("hmsbench*|sales")
+	if a != b {
+		t.Fatal("the same pattern was compiled twice")
+	}
+	if !b.MatchString("HMSBENCH_1") || !b.MatchString("sales") || b.MatchString("salesx") {
+		t.Fatalf("kept pattern %s matches wrongly", b)
+	}
+	for i := 0; i < 3*MaxCompiled; i++ {
+		if _, err := Pattern(fmt.Sprintf("db%d*", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	patterns.m.Range(func(any, any) bool { n++; return true })
+	if n > MaxCompiled {
+		t.Fatalf("%d compiled patterns kept, bound %d", n, MaxCompiled)
+	}
+	if _, err := Pattern("(bad"); err == nil {
+		t.Fatal("an invalid pattern compiled")
 	}
 }

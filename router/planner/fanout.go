@@ -174,10 +174,19 @@ func (pl *Planner) databases(name string) fanOutRead {
 // a backend database pattern, or lists its databases, keeps those whose
 // external names match and asks for exactly those.
 func (pl *Planner) tableMeta(args wire.Value) fanOutRead {
+	// The legs' arguments differ only in the database pattern, and most
+	// often not at all ("*" on every lane): encoded once per pattern (a
+	// leg's Args are read, never written).
+	var lastPattern string
+	var last []byte
 	withDB := func(backendPattern string) []byte {
+		if last != nil && backendPattern == lastPattern {
+			return last
+		}
 		a := wire.Value{Type: wire.TStruct, Fields: append([]wire.Field(nil), args.Fields...)}
 		a.Set(1, wire.Str(backendPattern))
-		return a.Encode()
+		lastPattern, last = backendPattern, a.Encode()
+		return last
 	}
 	return fanOutRead{name: "get_table_meta", merge: MergeTableMeta, defaultAsksBoth: true,
 		all: func(c *naming.Catalog) Leg {
@@ -230,7 +239,7 @@ func internalOnly(re *regexp.Regexp, ns *naming.Namespace, c *naming.Catalog) *r
 		return re
 	}
 	inner := strings.TrimSuffix(strings.TrimPrefix(re.String(), "(?i)^(?:"), ")$")
-	return regexp.MustCompile("(?i)^" + regexp.QuoteMeta(c.Name+ns.Separator()) + "(?:" + inner + ")$")
+	return mustCompile("(?i)^" + regexp.QuoteMeta(c.Name+ns.Separator()) + "(?:" + inner + ")$")
 }
 
 // internalOrExternal matches a name of catalog c given in either form (a
@@ -250,5 +259,15 @@ func unionMatch(a, b *regexp.Regexp) *regexp.Regexp {
 	case b == nil:
 		return a
 	}
-	return regexp.MustCompile("(?:" + a.String() + ")|(?:" + b.String() + ")")
+	return mustCompile("(?:" + a.String() + ")|(?:" + b.String() + ")")
+}
+
+// mustCompile compiles an expression built from compiled ones (it cannot
+// fail), kept as naming keeps patterns.
+func mustCompile(expr string) *regexp.Regexp {
+	re, err := naming.Compile(expr)
+	if err != nil {
+		panic("planner: " + err.Error())
+	}
+	return re
 }

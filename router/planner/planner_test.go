@@ -108,41 +108,92 @@ type fakeCursor struct {
 	ran      []int
 	merged   error
 	mergedOK bool
+	schedule Schedule
+	f        *FanOut
+	chained  bool     // Run acts as the router's executor of a Chained run
+	events   []string // chained: sends, reads and drops in order
 }
 
 func (c *fakeCursor) Run(ctx context.Context, leg int) error {
 	c.mu.Lock()
 	c.ran = append(c.ran, leg)
 	c.mu.Unlock()
-	return c.fail[leg]
+	if !c.chained {
+		return c.fail[leg]
+	}
+	// as the router's executor: a refused leg never sends; a sent one
+	// continues the run, then reads its answer or drops it
+	if err := c.fail[leg]; err != nil {
+		return err
+	}
+	c.events = append(c.events, fmt.Sprint("send ", leg))
+	c.f.Continue()
+	if c.f.Failed() != nil {
+		c.events = append(c.events, fmt.Sprint("drop ", leg))
+		return nil
+	}
+	c.events = append(c.events, fmt.Sprint("read ", leg))
+	return nil
 }
-func (c *fakeCursor) Fail(error)                           {}
-func (c *fakeCursor) Refuse(*Refusal)                      {}
-func (c *fakeCursor) Answer(context.Context, Local)        {}
-func (c *fakeCursor) Asked(i int) bool                     { return !c.skip[i] }
-func (c *fakeCursor) Tolerates(err error) bool             { return errors.Is(err, c.tolerate) }
-func (c *fakeCursor) Merge(_ *FanOut, err error)           { c.merged, c.mergedOK = err, true }
-func (c *fakeCursor) Begin(f *FanOut) (asked int, ok bool) { return len(f.Legs) - len(c.skip), false }
+func (c *fakeCursor) Fail(error)                    {}
+func (c *fakeCursor) Refuse(*Refusal)               {}
+func (c *fakeCursor) Answer(context.Context, Local) {}
+func (c *fakeCursor) Asked(i int) bool              { return !c.skip[i] }
+func (c *fakeCursor) Tolerates(err error) bool      { return errors.Is(err, c.tolerate) }
+func (c *fakeCursor) Merge(_ *FanOut, err error)    { c.merged, c.mergedOK = err, true }
+func (c *fakeCursor) Begin(f *FanOut) (int, Schedule) {
+	return len(f.Legs) - len(c.skip), c.schedule
+}
 
 // A fan-out runs every asked leg once, skips the left-out ones, lets a
-// tolerated failure pass and ends with the first one it does not tolerate.
+// tolerated failure pass and ends with the first one it does not tolerate,
+// whichever way its legs are scheduled.
 func TestFanOutRunsItsLegsAgainstTheCursor(t *testing.T) {
-	f := &FanOut{Legs: make([]Leg, 4)}
-	omit := errors.New("omitted")
-	c := &fakeCursor{skip: map[int]bool{1: true}, fail: map[int]error{2: fmt.Errorf("leg 2: %w", omit)}, tolerate: omit}
-	f.Execute(context.Background(), c)
-	if !c.mergedOK || c.merged != nil || len(c.ran) != 3 {
-		t.Fatalf("ran %v, merged %v", c.ran, c.merged)
-	}
-	for _, i := range c.ran {
-		if i == 1 {
-			t.Fatalf("a left-out leg ran: %v", c.ran)
+	for _, s := range []Schedule{Serial, Chained, Parallel} {
+		f := &FanOut{Legs: make([]Leg, 4)}
+		omit := errors.New("omitted")
+		c := &fakeCursor{skip: map[int]bool{1: true}, fail: map[int]error{2: fmt.Errorf("leg 2: %w", omit)}, tolerate: omit, schedule: s}
+		c.f = f
+		f.Execute(context.Background(), c)
+		if !c.mergedOK || c.merged != nil || len(c.ran) != 3 {
+			t.Fatalf("schedule %d: ran %v, merged %v", s, c.ran, c.merged)
+		}
+		for _, i := range c.ran {
+			if i == 1 {
+				t.Fatalf("schedule %d: a left-out leg ran: %v", s, c.ran)
+			}
+		}
+		bad := errors.New("refused")
+		c = &fakeCursor{fail: map[int]error{0: bad}, tolerate: omit, schedule: s}
+		c.f = f
+		f.Execute(context.Background(), c)
+		if !errors.Is(c.merged, bad) {
+			t.Fatalf("schedule %d: a failure the cursor does not tolerate ended in %v", s, c.merged)
 		}
 	}
-	bad := errors.New("refused")
-	c = &fakeCursor{fail: map[int]error{0: bad}, tolerate: omit}
+}
+
+// A Chained fan-out sends every leg's call before it reads the first
+// answer: each leg's executor continues the run between its send and its
+// read, so the legs start in lane order and are read in the reverse order;
+// a failure of a later leg ends the run (the legs after it are not sent)
+// and is known before an earlier leg reads, which then drops its answer
+// unread. A leg that never reaches the executor (refused
+// by a policy) does not stop the legs after it.
+func TestChainedFanOutSendsEveryLegBeforeReadingOne(t *testing.T) {
+	f := &FanOut{Legs: make([]Leg, 4)}
+	c := &fakeCursor{schedule: Chained, f: f, chained: true, skip: map[int]bool{2: true}}
 	f.Execute(context.Background(), c)
-	if !errors.Is(c.merged, bad) {
-		t.Fatalf("a failure the cursor does not tolerate ended in %v", c.merged)
+	if got := fmt.Sprint(c.events); got != "[send 0 send 1 send 3 read 3 read 1 read 0]" || c.merged != nil {
+		t.Fatalf("events %s, merged %v", got, c.merged)
+	}
+	bad := errors.New("refused")
+	c = &fakeCursor{schedule: Chained, f: f, chained: true, fail: map[int]error{2: bad}}
+	f.Execute(context.Background(), c)
+	if got := fmt.Sprint(c.events); got != "[send 0 send 1 drop 1 drop 0]" || !errors.Is(c.merged, bad) {
+		t.Fatalf("events %s, merged %v", got, c.merged)
+	}
+	if f.Failed() != nil {
+		t.Fatalf("a finished run left its failure behind: %v", f.Failed())
 	}
 }
