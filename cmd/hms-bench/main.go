@@ -13,6 +13,9 @@
 //	hms-bench replicas [-out bench/results] [-work DIR] [-bin DIR] [-budget 3m] [-quick]
 //	    the scale-out phase: throughput through HAProxy over 1, 2 and 3 replicas
 //	    (bench/replicas), written to replicas.json and replicas.md under -out
+//	hms-bench ranger [-out bench/results] [-work DIR] [-bin DIR] [-budget 3m] [-quick] [-policy-template FILE]
+//	    the Ranger phase: 100 users through hms-proxy with Ranger and the shared caches, with Ranger and no
+//	    cache, and straight to the metastore (bench/rangerbench), written to ranger.json and ranger.md under -out
 //	hms-bench render -out DIR
 //	    re-render results.md and latency.svg from DIR/results.json
 //	hms-bench instr -bin DIR -out FILE [-work DIR] [-calls 2000] [-gogc off] [-cases W:Ncat:CONN,...] [-set k=v,...]
@@ -32,6 +35,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/bench/instr"
 	"github.com/hms-proxy/hms-proxy/bench/javaproxy"
+	"github.com/hms-proxy/hms-proxy/bench/rangerbench"
 	"github.com/hms-proxy/hms-proxy/bench/replicas"
 	"github.com/hms-proxy/hms-proxy/bench/report"
 	"github.com/hms-proxy/hms-proxy/bench/suite"
@@ -61,6 +65,8 @@ func main() {
 		os.Exit(replicasPhase(os.Args[2:]))
 	case "instr":
 		os.Exit(instructions(os.Args[2:]))
+	case "ranger":
+		os.Exit(rangerPhase(os.Args[2:]))
 	}
 	fmt.Fprint(os.Stderr, usage)
 	os.Exit(2)
@@ -136,6 +142,36 @@ func replicasPhase(args []string) int {
 		return 1
 	}
 	logf("results: %s (%.0f s)", filepath.Join(*out, "replicas.md"), res.DurationS)
+	return 0
+}
+
+func rangerPhase(args []string) int {
+	fs := flag.NewFlagSet("ranger", flag.ExitOnError)
+	out := fs.String("out", "bench/results", "results folder")
+	work := fs.String("work", ".cache/bench/work", "scratch folder")
+	bin := fs.String("bin", ".cache/bench/bin", "folder with hms-proxy")
+	budget := fs.Duration("budget", 3*time.Minute, "the whole phase")
+	quick := fs.Bool("quick", false, "short smoke run")
+	commit := fs.String("commit", "", "commit shown in the results")
+	template := fs.String("policy-template", "security/ranger/testdata/hms_hive-policies.json",
+		"a Ranger ServicePolicies download whose Hive service definition the phase's policies use")
+	_ = fs.Parse(args)
+	start := time.Now()
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "[%6.1fs] ranger: %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+	}
+	if os.Getenv("HMS_PROXY_METASTORE_JVM_OPTS") == "" {
+		_ = os.Setenv("HMS_PROXY_METASTORE_JVM_OPTS", benchMetastoreJVM)
+		logf("HMS_PROXY_METASTORE_JVM_OPTS unset: using %q (as bench/run.sh)", benchMetastoreJVM)
+	}
+	res, err := rangerbench.Run(rangerbench.Options{Binary: filepath.Join(*bin, "hms-proxy"), PolicyTemplate: *template,
+		Out: *out, Work: *work, Budget: *budget, Quick: *quick, Commit: *commit, Log: logf})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hms-bench ranger:", err)
+		return 1
+	}
+	fmt.Print(res.Markdown())
+	logf("results: %s (%.0f s)", filepath.Join(*out, "ranger.md"), res.DurationS)
 	return 0
 }
 

@@ -1,0 +1,39 @@
+package proxybench
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hms-proxy/hms-proxy/bench/proc"
+)
+
+// StartBinary runs the real hms-proxy binary bin with cfg written to
+// dir/hms-proxy.properties (cfg.Dir is set to dir), logging to
+// dir/hms-proxy.log, and waits until its Thrift port accepts. The child's
+// Addr is that port; the management port is cfg.MgmtPort.
+func StartBinary(name, bin, dir string, cfg ProxyConfig) (*proc.Child, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cfg.Dir = dir
+	file := filepath.Join(dir, "hms-proxy.properties")
+	if err := os.WriteFile(file, []byte(PropsText(Props(cfg))), 0o644); err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(cfg.Port)
+	c, err := proc.StartWait(name, filepath.Join(dir, "hms-proxy.log"), 20*time.Second, func() error {
+		cn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return err
+		}
+		return cn.Close()
+	}, bin, file)
+	if err != nil {
+		return nil, err
+	}
+	c.Addr = addr
+	return c, nil
+}
