@@ -384,7 +384,7 @@ func Run(o Options) (*report.RangerResults, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &report.RangerResults{Start: start.UTC().Format(time.RFC3339), Commit: o.Commit, LoadBefore: loadavg(),
+	res := &report.RangerResults{Start: start.UTC().Format(time.RFC3339), Commit: o.Commit, LoadBefore: report.LoadAvg(),
 		Users: Users, Groups: Groups, World: w.describe(), Workloads: Workloads,
 		MetastoreJVM: os.Getenv("HMS_PROXY_METASTORE_JVM_OPTS")}
 
@@ -424,16 +424,8 @@ func Run(o Options) (*report.RangerResults, error) {
 	}
 	setups := map[string]*setup{report.RangerDirect: {name: report.RangerDirect, addr: rl.addr()}}
 	for name, extra := range map[string]map[string]string{report.RangerCached: cached, report.RangerUncached: ranger} {
-		port, err := proxybench.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		mport, err := proxybench.FreePort()
-		if err != nil {
-			return nil, err
-		}
 		dir := filepath.Join(o.Work, "ranger", strings.NewReplacer(" ", "", ",", "", "+", "-").Replace(name))
-		c, err := proxybench.StartBinary(name, o.Binary, dir, proxybench.ProxyConfig{Port: port, MgmtPort: mport,
+		c, _, err := proxybench.StartBinary(name, o.Binary, dir, proxybench.ProxyConfig{
 			Backends: []string{"thrift://" + rl.addr()}, PoolSize: 16, Extra: extra})
 		if err != nil {
 			return nil, err
@@ -507,18 +499,6 @@ func Run(o Options) (*report.RangerResults, error) {
 	res.Notes = append(res.Notes, "every setup reaches the metastore through the same counting relay in the driver; the "+
 		"proxies' backend pools hold 16 sessions each, direct access has one metastore connection per user and workload")
 	res.DurationS = float64(time.Since(start).Milliseconds()/100) / 10
-	res.LoadAfter = loadavg()
+	res.LoadAfter = report.LoadAvg()
 	return res, res.Write(o.Out)
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }

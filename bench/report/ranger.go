@@ -169,14 +169,7 @@ func (r *RangerResults) Markdown() string {
 	p("Run %s%s, %.0f s; load average before / after: %s / %s. %d interleaved rounds of %.1f s per workload and setup, the setup order rotated every round. Metastore JVM options: `%s`.\n\n",
 		r.Start, commit, r.DurationS, r.LoadBefore, r.LoadAfter, r.Rounds, r.SliceS, jvm)
 	p("%d users (one connection each, identified by `set_ugi`) in %d groups; %s\n\n", r.Users, r.Groups, r.World)
-	p("## Targets\n\n| Goal | Measured | Met |\n|---|---|---|\n")
-	for _, t := range r.Targets {
-		met := "no"
-		if t.Met {
-			met = "yes"
-		}
-		p("| %s | %s | %s |\n", t.Goal, t.Measured, met)
-	}
+	targetsTable(p, r.Targets)
 	p("\n## Per call\n\nCPU per successful client call from /proc of each process (the proxy; the metastore JVM); metastore calls counted on their way in.\n\n")
 	p("| workload | setup | proxy CPU µs | metastore CPU µs | total CPU µs | vs direct | p50 ms | p99 ms | metastore calls / 1,000 | calls | errors |\n")
 	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -212,16 +205,34 @@ func (r *RangerResults) Markdown() string {
 }
 
 // Write writes ranger.json and ranger.md under out.
-func (r *RangerResults) Write(out string) error {
+func (r *RangerResults) Write(out string) error { return WritePhase(out, "ranger", r, r.Markdown()) }
+
+// WritePhase writes a phase's results under out: v as <stem>.json and md
+// as <stem>.md.
+func WritePhase(out, stem string, v any, md string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(r, "", "  ")
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(out, "ranger.json"), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, stem+".json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(out, "ranger.md"), []byte(r.Markdown()), 0o644)
+	return os.WriteFile(filepath.Join(out, stem+".md"), []byte(md), 0o644)
+}
+
+// LoadAvg is the machine's 1, 5 and 15 minute load averages ("unknown"
+// when /proc/loadavg cannot be read).
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }

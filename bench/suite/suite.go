@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -424,24 +423,15 @@ func (s *suite) startHelpers(ms []*testbed.Metastore, repliesDir string) error {
 // startProxy runs the real hms-proxy binary with a config written to the
 // work folder; Addr is its Thrift port, MgmtAddr-style metrics at port+mgmt.
 func (s *suite) startProxy(name string, backends []string, audit bool, extra ...map[string]string) (*proc.Child, error) {
-	port, err := proxybench.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	mport, err := proxybench.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	cfg := proxybench.ProxyConfig{Port: port, MgmtPort: mport, Backends: backends,
-		PoolSize: concs[len(concs)-1], Audit: audit}
+	cfg := proxybench.ProxyConfig{Backends: backends, PoolSize: concs[len(concs)-1], Audit: audit}
 	if len(extra) > 0 {
 		cfg.Extra = extra[0]
 	}
-	c, err := proxybench.StartBinary(name, s.bin("hms-proxy"), filepath.Join(s.opt.Work, name), cfg)
+	c, mgmt, err := proxybench.StartBinary(name, s.bin("hms-proxy"), filepath.Join(s.opt.Work, name), cfg)
 	if err != nil {
 		return nil, err
 	}
-	s.mgmt[c] = "127.0.0.1:" + strconv.Itoa(mport)
+	s.mgmt[c] = mgmt
 	return c, nil
 }
 
