@@ -38,7 +38,7 @@ func featureTable() []*feature {
 		withStatus(dropPurgeFeature(), StatusImplemented),
 		withStatus(storageFeature(), StatusImplemented),
 		withStatus(restCatalogFeature(), StatusImplemented),
-		withStatus(rangerFeature(), StatusRefused),
+		withStatus(rangerFeature(), StatusImplemented),
 		withStatus(auditFeature(), StatusImplemented),
 		withStatus(loggingFeature(), StatusImplemented),
 	}
