@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "ha: starting metastores:", errs[0], errs[1])
 	} else {
 		code = m.Run()
+		fmt.Println("ha: launched", testbed.LaunchSummary())
 	}
 	for _, ms := range []*testbed.Metastore{hms1, hms2} {
 		if ms != nil {
