@@ -338,6 +338,11 @@ func (a *App) buildLanes(cfg *configs.Config, guards map[string]*breaker.Guard) 
 		lo.DropPurge = a.shared.purged[name]
 		lo.Metrics, lo.Log = a.Metrics, a.Log
 		a.Security.laneOptions(name, &lo)
+		if cc.Ranger.Enabled && lo.Authorizer == nil {
+			// Never serve a catalog the configuration guards without its
+			// guard: the plugins are built at start (a reload added it).
+			return fail(fmt.Errorf("catalog %s is guarded by Ranger (catalog.%s.ranger.enabled=true) but has no Ranger plugin: the plugins are built at start; restart the proxy to add a guarded catalog", name, name))
+		}
 		if a.Files != nil {
 			lo.Files = func(_ context.Context, location string) (fileio.IO, error) { return a.Files.For(name, location) }
 		}

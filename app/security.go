@@ -47,7 +47,8 @@ type Security struct {
 	local         map[string]router.LocalHandler
 	impersonation map[string]*router.ImpersonationOptions
 	log           *slog.Logger
-	stopRenewal   func() // the outbound login's background renewal (nil: not running)
+	stopRenewal   func()       // the outbound login's background renewal (nil: not running)
+	ranger        *rangerParts // the Ranger plugins (ranger.go); nil: no catalog is guarded
 }
 
 // buildSecurity checks and builds every security part the configuration
@@ -109,6 +110,10 @@ func buildSecurity(cfg *configs.Config, reg prometheus.Registerer, log *slog.Log
 		}
 	}
 	if err := s.buildBackends(cfg, reg); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.buildRanger(cfg, reg); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -227,6 +232,7 @@ func (s *Security) buildBackends(cfg *configs.Config, reg prometheus.Registerer)
 // itself (delegation tokens).
 func (s *Security) routerOptions(o *router.Options) {
 	o.Local = s.local
+	s.rangerRouter(o)
 }
 
 // laneOptions adds what security gives a catalog's lane: the dialer of its
@@ -236,6 +242,7 @@ func (s *Security) laneOptions(catalog string, o *router.LaneOptions) {
 		o.Backend.Dial = d
 	}
 	o.Impersonation = s.impersonation[catalog]
+	s.rangerLane(catalog, o)
 }
 
 // authenticator is the listener's handshake (nil without Kerberos).
@@ -256,10 +263,12 @@ func (s *Security) Start() {
 	if s.Backend != nil && s.stopRenewal == nil {
 		s.stopRenewal = s.Backend.StartRenewal()
 	}
+	s.startRanger()
 }
 
 // Close stops background work and closes the token store.
 func (s *Security) Close() {
+	s.stopRanger()
 	if s.stopRenewal != nil {
 		s.stopRenewal()
 		s.stopRenewal = nil

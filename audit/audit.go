@@ -44,6 +44,15 @@ type Record struct {
 	// degraded (routing.degraded-routing-policy=SAFE_FANOUT_READS); the
 	// omittedCatalogs field is written only when there are some.
 	OmittedCatalogs []string
+	// RangerDecision is what the Ranger authorization link decided
+	// ("allowed" or "denied"; "" when no catalog of the call is guarded by
+	// Ranger): rangerDecision, rangerPolicyId (the policy that decided, nil
+	// when none is named: a denial for lack of an allowing policy, an
+	// answer filtered object by object) and rangerFiltered (objects the
+	// answer lost) are written only then.
+	RangerDecision string
+	RangerPolicyID *int64
+	RangerFiltered int
 }
 
 // Logger encodes Records and writes each as one line to its writer.
@@ -271,6 +280,16 @@ func AppendRecord(dst []byte, r *Record) []byte {
 			dst = AppendString(dst, Clip(c, MaxValueLen))
 		}
 		dst = append(dst, ']')
+	}
+	if r.RangerDecision != "" {
+		dst = append(dst, `,"rangerDecision":`...)
+		dst = AppendString(dst, r.RangerDecision)
+		if r.RangerPolicyID != nil {
+			dst = append(dst, `,"rangerPolicyId":`...)
+			dst = strconv.AppendInt(dst, *r.RangerPolicyID, 10)
+		}
+		dst = append(dst, `,"rangerFiltered":`...)
+		dst = strconv.AppendInt(dst, int64(r.RangerFiltered), 10)
 	}
 	dst = append(dst, '}')
 	return dst

@@ -262,3 +262,21 @@ func TestOmittedCatalogs(t *testing.T) {
 		t.Fatalf("a record without omissions: %s", line)
 	}
 }
+
+// The Ranger link's decision, the deciding policy and the objects an answer
+// lost are in the record only when Ranger judged the call.
+func TestRangerDecisionInRecord(t *testing.T) {
+	id := int64(7)
+	r := Record{Method: "drop_table", RangerDecision: "denied", RangerPolicyID: &id}
+	if line := string(AppendRecord(nil, &r)); !strings.HasSuffix(line, `,"rangerDecision":"denied","rangerPolicyId":7,"rangerFiltered":0}`) {
+		t.Fatalf("record %s", line)
+	}
+	r = Record{Method: "get_all_databases", RangerDecision: "allowed", RangerFiltered: 3}
+	if line := string(AppendRecord(nil, &r)); !strings.HasSuffix(line, `,"rangerDecision":"allowed","rangerFiltered":3}`) {
+		t.Fatalf("record %s", line)
+	}
+	r = Record{Method: "get_table"}
+	if line := string(AppendRecord(nil, &r)); strings.Contains(line, "ranger") {
+		t.Fatalf("record without Ranger names it: %s", line)
+	}
+}

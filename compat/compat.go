@@ -137,6 +137,38 @@ func UnsupportedMessage(method, catalog string, r *Runtime) string {
 		method, catalog, r.Name)
 }
 
+// unsupportedWhy are methods without a safe mapping that a runtime without
+// them refuses with the MetaException they declare and the reason, instead
+// of UNKNOWN_METHOD: the Java client retries an UNKNOWN_METHOD over a new
+// connection and HiveServer2 shows it as a missing method, where the user
+// needs to read why the statement cannot run.
+//
+// get_latest_txnid_in_conflict: Hive 4's DriverTxnHandler asks it after an
+// UPDATE, DELETE or MERGE took its exclusive lock. The metastore joins the
+// transaction's own UPDATE/DELETE components (TXN_COMPONENTS) with the
+// writes committed since it began (WRITE_SET, by commit id). Hive 3.1.3
+// keeps both tables, but none of its calls reads them (show_locks has no
+// operation types and only held locks, get_open_txns_info no committed
+// transactions); Hive 3.1.3's own driver instead compares the written
+// tables' write-id lists under the statement's snapshot and a fresh one, and
+// this call carries neither the snapshot nor the tables. Answering "no
+// conflict" could lose a concurrent update, so the statement fails before
+// it writes and HiveServer2 aborts its transaction.
+var unsupportedWhy = map[string]string{
+	"get_latest_txnid_in_conflict": "the write-conflict check of UPDATE, DELETE and MERGE on transactional tables needs the metastore's " +
+		"committed write set, which no call of this runtime reads; hms-proxy refuses it rather than answer \"no conflict\" and risk " +
+		"a lost update, so the statement fails before it writes",
+}
+
+// UnsupportedReason is why an unsupported method is refused with its
+// MetaException ("" for the methods answered UNKNOWN_METHOD).
+func UnsupportedReason(method string) string { return unsupportedWhy[method] }
+
+// UnsupportedReasonMessage is the MetaException text of such a refusal.
+func UnsupportedReasonMessage(method, catalog string, r *Runtime) string {
+	return fmt.Sprintf("%s on catalog %s (%s): %s", method, catalog, r.Name, unsupportedWhy[method])
+}
+
 // HortonworksMessage is the MetaException text for an HDP-only method aimed
 // at a runtime without it. It names the runtimes that have the method (HDP
 // and Hive 4 alike), not a kind of runtime.

@@ -38,7 +38,8 @@ func featureTable() []*feature {
 		withStatus(dropPurgeFeature(), StatusImplemented),
 		withStatus(storageFeature(), StatusImplemented),
 		withStatus(restCatalogFeature(), StatusImplemented),
-		withStatus(rangerFeature(), StatusRefused),
+		withStatus(rangerFeature(), StatusImplemented),
+		withStatus(rangerAuditFeature(), StatusRefused),
 		withStatus(auditFeature(), StatusImplemented),
 		withStatus(loggingFeature(), StatusImplemented),
 	}

@@ -575,6 +575,7 @@ type readyzResponse struct {
 	TokenStore *TokenStoreStatus      `json:"tokenStore,omitempty"`
 	LockStore  *LockStoreStatus       `json:"syntheticLockStore,omitempty"`
 	REST       *RESTCatalogStatus     `json:"restCatalog,omitempty"`
+	Ranger     []RangerPluginStatus   `json:"ranger,omitempty"`
 }
 
 // probeResult returns the completion time of the probe data to answer from,
@@ -731,6 +732,9 @@ func (m *Management) serveReadyz(w http.ResponseWriter, r *http.Request) {
 	}
 	if rs, ok := m.src.(RESTCatalogSource); ok {
 		resp.REST = rs.RESTCatalogStatus()
+	}
+	if rs, ok := m.src.(RangerSource); ok {
+		resp.Ranger = rs.RangerStatus()
 	}
 
 	if ls, ok := m.src.(ListenerSource); ok {

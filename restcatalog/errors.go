@@ -136,12 +136,12 @@ var (
 	// circuit breaker failing calls fast (router/breaker.OpenError).
 	unavailableMarkers = []string{" backend failed for ", "cannot connect to any metastore URI",
 		router.ErrPoolExhausted.Error(), router.ErrBudgetExceeded.Error(), router.ErrBadReply.Error(), "timed out",
-		"circuit breaker OPEN", "circuit breaker HALF_OPEN"}
+		"circuit breaker OPEN", "circuit breaker HALF_OPEN", router.RangerNotReady}
 	// forbiddenMarkers: a policy of the proxy refused the call (access
 	// modes, write whitelists, refused RPCs, a create of a name the
-	// exposure rules hide).
+	// exposure rules hide, an access the Ranger policies deny).
 	forbiddenMarkers = []string{"is READ_ONLY (catalog.", "write-db-whitelist", "is refused by hms-proxy", "is not forwarded by hms-proxy",
-		"is hidden by the exposure rules"}
+		"is hidden by the exposure rules", router.RangerDenied}
 	// throttledMarkers: the router's rate limit (rate-limit.*) refused
 	// the call: 429, which Iceberg's clients retry with backoff.
 	throttledMarkers = []string{"rate limit exceeded for "}

@@ -24,6 +24,8 @@ func TestRouterMessagesMapToRESTStatus(t *testing.T) {
 		"catalog c2 is READ_ONLY (catalog.c2.access-mode): create_database is a write":                                                                          http.StatusForbidden,
 		"The table has been modified. The parameter value for key 'metadata_location' is 'a'. The expected was value was 'b'":                                   http.StatusConflict,
 		"rate limit exceeded for principal 'alice' while handling 'get_table': rate-limit.principal allows 1 requests/s, burst 1":                               http.StatusTooManyRequests,
+		"ranger: drop access to table n.t (backend n.t) is " + router.RangerDenied + " for user bob (ranger service s for catalog c1: policy 12 decides)":       http.StatusForbidden,
+		"catalog c1 is guarded by ranger service s for catalog c1: its " + router.RangerNotReady + ", so hms-proxy serves none of its calls: ranger: not ready": http.StatusServiceUnavailable,
 		"some other metastore failure": http.StatusInternalServerError,
 	} {
 		e := metastoreError(&thriftgen.MetaException{Message: msg}, "table n.t", nil)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hms-proxy/hms-proxy/router/methods"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
@@ -88,12 +89,22 @@ func accessRouter(t *testing.T, extra ...string) (r *Router, reached, dialed *at
 
 // writeSample is the sample call of a write naming database db: a lock
 // takes an EXCLUSIVE lock (a lock's sample is otherwise a SELECT's
-// SHARED_READ lock, which is a read).
+// SHARED_READ lock, which is a read), outside a transaction (noLockTxn).
 func writeSample(m *thriftgen.Method, db string) wire.Value {
-	v := sampleArgsNamed(m, db, "t")
+	v := noLockTxn(m, sampleArgsNamed(m, db, "t"))
 	if m.Name == "lock" {
 		comp := &v.Field(1).Field(1).Elems[0]
 		comp.Set(1, wire.I32(int32(thriftgen.LockType_EXCLUSIVE)))
+	}
+	return v
+}
+
+// noLockTxn takes the transaction out of a lock's sample: a refused lock of
+// a transaction also aborts it on the default catalog (lockabort.go,
+// TestRefusedLockOfATransactionIsAborted), which these tests do not judge.
+func noLockTxn(m *thriftgen.Method, v wire.Value) wire.Value {
+	if m.Name == "lock" {
+		v.Field(1).Del(lockRequestTxnID)
 	}
 	return v
 }
@@ -118,6 +129,9 @@ func TestAccessModesCoverEveryWrite(t *testing.T) {
 		if reviewedReads[m.Name] {
 			t.Errorf("%s is in reviewedReads but classified a write", m.Name)
 		}
+		if lifecycleAlone(m.Name) {
+			continue // TestAccessModesLetTransactionLifecyclePass
+		}
 		writes++
 		saidReadOnly := false
 		for _, prefix := range []string{"", "catalog2__", "catalog3__"} {
@@ -128,6 +142,9 @@ func TestAccessModesCoverEveryWrite(t *testing.T) {
 			}
 			if strings.Contains(msg, "is READ_ONLY (catalog.") || strings.Contains(msg, "names no catalog or database") {
 				saidReadOnly = true // or refused as a namespace-less write by the planner, before any catalog
+			}
+			if spec.PollsForWork() && msg == "" && reached.Load() == before {
+				saidReadOnly = true // "nothing is due": TestAccessModesAnswerPollsForWorkNothingDue
 			}
 		}
 		if !saidReadOnly && spec.Special != methods.RefuseAlways {
@@ -165,7 +182,7 @@ func TestWhitelistCoversEveryWrite(t *testing.T) {
 	passed := 0
 	for _, m := range thriftgen.AllMethods() {
 		spec := r.table.Lookup(m.Name)
-		if !spec.IsWrite() {
+		if !spec.IsWrite() || lifecycleAlone(m.Name) {
 			continue
 		}
 		for _, prefix := range []string{"", "catalog2__", "catalog3__"} {
@@ -178,6 +195,8 @@ func TestWhitelistCoversEveryWrite(t *testing.T) {
 			_, msg = replyError(t, serveCall(t, r, m.Name, writeSample(m, prefix+"bd_ok")))
 			if reached.Load() != before {
 				passed++
+			} else if spec.PollsForWork() && msg == "" {
+				continue // names no database: nothing is due (TestAccessModesAnswerPollsForWorkNothingDue)
 			} else if strings.Contains(msg, "bd_ok") && strings.Contains(msg, "write-db-whitelist") {
 				t.Errorf("%s naming only the listed %sbd_ok was refused: %s", m.Name, prefix, msg)
 			}
@@ -188,10 +207,162 @@ func TestWhitelistCoversEveryWrite(t *testing.T) {
 	}
 }
 
+// lifecycleAlone: a transaction lifecycle call whose sample carries nothing
+// but the transaction (commit_txn's sample carries every write a commit
+// can: TestAccessModesCoverEveryWrite refuses it).
+func lifecycleAlone(method string) bool {
+	return planner.TxnLifecycle(method) && method != "commit_txn"
+}
+
+// HiveServer2 with DbTxnManager opens, heart-beats and commits a
+// transaction around every SELECT, and aborts the one a refused write
+// leaves open: on a READ_ONLY or whitelisted default catalog those reach
+// the metastore. A commit_txn that carries writes of its own (Hive 4's
+// CommitTxnFunction: writeEventInfos, replLastIdInfo, keyValue) is a write,
+// refused naming what it carries.
+func TestAccessModesLetTransactionLifecyclePass(t *testing.T) {
+	ro, roReached, _ := accessRouter(t, "access-mode=READ_ONLY")
+	wl, wlReached, _ := accessRouter(t, "access-mode=READ_WRITE_DB_WHITELIST", "write-db-whitelist=bd_ok")
+	passes := func(r *Router, reached *atomic.Int64, what, method string, args wire.Value) {
+		t.Helper()
+		before := reached.Load()
+		_, msg := replyError(t, serveCall(t, r, method, args))
+		if reached.Load() == before {
+			t.Errorf("%s: %s was refused: %s", what, method, msg)
+		}
+	}
+	refused := func(r *Router, reached *atomic.Int64, what, method string, args wire.Value, has ...string) {
+		t.Helper()
+		before := reached.Load()
+		_, msg := replyError(t, serveCall(t, r, method, args))
+		if reached.Load() != before {
+			t.Errorf("%s: %s reached the metastore", what, method)
+		}
+		for _, h := range has {
+			if !strings.Contains(msg, h) {
+				t.Errorf("%s: %s refused with %q, which does not say %q", what, method, msg, h)
+			}
+		}
+	}
+	for _, m := range thriftgen.AllMethods() {
+		n := m.Name
+		if !planner.TxnLifecycle(n) {
+			continue
+		}
+		if !ro.table.Lookup(n).IsWrite() {
+			t.Errorf("%s is no write: it needs no place in txnLifecycle", n)
+		}
+		if n == "commit_txn" {
+			continue
+		}
+		passes(ro, roReached, "READ_ONLY", n, sampleArgsNamed(m, "bd", "t"))
+		passes(wl, wlReached, "whitelist", n, sampleArgsNamed(m, "bd_no", "t"))
+	}
+	// commit_txn: the transaction alone, then with each write of its own
+	commit := func(db string, fields ...int16) wire.Value {
+		full := sampleArgsNamed(thriftgen.LookupMethod("commit_txn"), db, "t")
+		req := full.Field(1)
+		keep := wire.Struct(wire.Field{ID: 1, V: *req.Field(1)})
+		for _, id := range fields {
+			keep.Fields = append(keep.Fields, wire.Field{ID: id, V: *req.Field(id)})
+		}
+		return wire.Struct(wire.Field{ID: 1, V: keep})
+	}
+	passes(ro, roReached, "READ_ONLY", "commit_txn", commit("bd"))
+	passes(wl, wlReached, "whitelist", "commit_txn", commit("bd_no"))
+	for _, c := range []struct {
+		field int16
+		name  string
+	}{{planner.CommitWriteEventInfos, "writeEventInfos"}, {planner.CommitReplLastIDInfo, "replLastIdInfo"}, {planner.CommitKeyValue, "keyValue"}} {
+		refused(ro, roReached, "READ_ONLY", "commit_txn", commit("bd", c.field), "catalog1 is READ_ONLY", "commit_txn carrying "+c.name)
+		if c.field == planner.CommitKeyValue {
+			refused(wl, wlReached, "whitelist", "commit_txn", commit("bd_ok", c.field), "write-db-whitelist", "table with id 1")
+			continue
+		}
+		refused(wl, wlReached, "whitelist", "commit_txn", commit("bd_no", c.field), "database bd_no is not listed", "commit_txn carrying "+c.name)
+		passes(wl, wlReached, "whitelist", "commit_txn", commit("bd_ok", c.field))
+	}
+	// An empty list of write events writes nothing (CommitTxnFunction
+	// records them only when the list is not empty).
+	empty := commit("bd")
+	empty.Field(1).Set(planner.CommitWriteEventInfos, wire.List(wire.TStruct))
+	passes(ro, roReached, "READ_ONLY", "commit_txn", empty)
+}
+
 func nameSet(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))
 	for _, n := range names {
 		m[n] = true
 	}
 	return m
+}
+
+// A refused lock of a transaction ends it: the proxy aborts the transaction
+// on the default catalog and answers the TxnAbortedException lock declares,
+// with the reason (e2e/clients:TestHiveServer2TransactionsOnReadOnlyDefaultCatalog
+// shows HiveServer2 reading it). Here no metastore answers the abort: the
+// refusal is answered as before (a TApplicationException), and the client's
+// rollback ends the transaction. A lock outside a transaction aborts
+// nothing.
+func TestRefusedLockOfATransactionIsAborted(t *testing.T) {
+	r, reached, dialed := accessRouter(t, "access-mode=READ_ONLY")
+	lockArgs := func(txn int64) wire.Value {
+		comp := wire.Struct(wire.Field{ID: 1, V: wire.I32(int32(thriftgen.LockType_EXCLUSIVE))}, wire.Field{ID: 2, V: wire.I32(int32(thriftgen.LockLevel_TABLE))},
+			wire.Field{ID: 3, V: wire.Str("bd")}, wire.Field{ID: 4, V: wire.Str("t")}, wire.Field{ID: 6, V: wire.I32(int32(thriftgen.DataOperationType_UPDATE))})
+		req := wire.Struct(wire.Field{ID: 1, V: wire.List(wire.TStruct, comp)}, wire.Field{ID: 3, V: wire.Str("u")}, wire.Field{ID: 4, V: wire.Str("h")})
+		if txn > 0 {
+			req.Set(lockRequestTxnID, wire.I64(txn))
+		}
+		return wire.Struct(wire.Field{ID: 1, V: req})
+	}
+	field, msg := replyError(t, serveCall(t, r, "lock", lockArgs(0)))
+	if field != -1 || !strings.Contains(msg, "catalog1 is READ_ONLY") || dialed.Load() != 0 {
+		t.Errorf("a refused lock outside a transaction: field %d %q, %d dials; want a TApplicationException naming the reason, nothing aborted", field, msg, dialed.Load())
+	}
+	field, msg = replyError(t, serveCall(t, r, "lock", lockArgs(41)))
+	if dialed.Load() == 0 {
+		t.Errorf("a refused lock of transaction 41: no abort was tried")
+	}
+	if field != -1 || !strings.Contains(msg, "catalog1 is READ_ONLY") {
+		t.Errorf("a refused lock whose transaction could not be aborted: field %d %q, want the refusal as before", field, msg)
+	}
+	if reached.Load() != 0 {
+		t.Errorf("a refused lock reached the executor")
+	}
+	if spec := r.table.Lookup("lock"); spec.TxnAbortedField != 2 || spec.MetaExcField != -1 {
+		t.Errorf("lock declares TxnAbortedException in field 2 and no MetaException: %+v", spec)
+	}
+}
+
+// A poll for work (scheduled_query_poll of HiveServer2 4's scheduled-query
+// executor, the compactor's find_next_compact) records the work it hands
+// out: on a READ_ONLY catalog, or one whose whitelist it cannot name, the
+// caller hears that nothing is due, without an error for its log on every
+// poll, nothing reaching the metastore, and each answer counted.
+func TestAccessModesAnswerPollsForWorkNothingDue(t *testing.T) {
+	for _, mode := range [][]string{{"access-mode=READ_ONLY"}, {"access-mode=READ_WRITE_DB_WHITELIST", "write-db-whitelist=bd_ok"}} {
+		r, reached, _ := accessRouter(t, mode...)
+		polls := 0
+		for _, m := range thriftgen.AllMethods() {
+			if !r.table.Lookup(m.Name).PollsForWork() {
+				continue
+			}
+			polls++
+			reply := serveCall(t, r, m.Name, sampleArgsNamed(m, "bd", "t"))
+			if field, msg := replyError(t, reply); field != 0 || msg != "" {
+				t.Errorf("%v: %s answered an error (field %d): %s", mode, m.Name, field, msg)
+				continue
+			}
+			v, err := wire.DecodeStruct(reply.Body())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok := v.Field(0); ok == nil || ok.Type != wire.TStruct || len(ok.Fields) != 0 {
+				t.Errorf("%v: %s answered %+v, want an empty answer (nothing is due)", mode, m.Name, v)
+			}
+		}
+		if polls != 3 || reached.Load() != 0 {
+			t.Errorf("%v: %d polls answered, %d reached a metastore", mode, polls, reached.Load())
+		}
+	}
 }

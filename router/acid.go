@@ -123,5 +123,11 @@ func tableFieldIDs() error {
 			return fmt.Errorf("schema: field %s of Table has id %d, the router assumes %d", f.Name, f.ID, id)
 		}
 	}
+	if l := thriftgen.LookupStruct("LockRequest"); l == nil || l.FieldByName("txnid") == nil || l.FieldByName("txnid").ID != lockRequestTxnID {
+		return fmt.Errorf("schema: field txnid of LockRequest is not id %d, which the router assumes", lockRequestTxnID)
+	}
 	return nil
 }
+
+// lockRequestTxnID is the id of LockRequest.txnid (checked by tableFieldIDs).
+const lockRequestTxnID int16 = 2

@@ -117,26 +117,28 @@ func (x *Exchange) OnReply(f ReplyFilter) {
 //
 //  1. Options.Outer: the rate limit. It decides once per client request, with
 //     every catalog the plan asks known, before any other work is spent.
-//  2. accessMode: a write the catalog's access mode forbids is refused
+//  2. abortRefusedLock: a lock of a transaction that anything inside refuses
+//     ends its transaction (lockabort.go), so it wraps every policy.
+//  3. accessMode: a write the catalog's access mode forbids is refused
 //     before anything about it is looked at.
-//  3. exposure: a request naming an object the catalog's expose rules hide
+//  4. exposure: a request naming an object the catalog's expose rules hide
 //     is answered "not found"; answers lose what the rules hide. Before
 //     any policy that reads or rewrites the objects, so none of them learns
 //     of a hidden one.
-//  4. Options.Authorize: the Ranger slot (a lane's authorizer): after
+//  5. Options.Authorize: the Ranger slot (a lane's authorizer): after
 //     exposure, which decides what exists at all, before the table policies
 //     change the request.
-//  5. the table policies (tables.go): view SQL rewrite, the transactional
+//  6. the table policies (tables.go): view SQL rewrite, the transactional
 //     DDL and Iceberg pointer guards, the drop purge. They may rewrite the
 //     Table a create or alter carries.
-//  6. acidTables: a transactional table left after the DDL guard (which may
+//  7. acidTables: a transactional table left after the DDL guard (which may
 //     have made it external) is refused outside the default catalog.
-//  7. lockShim (with a lock shim): locks, their lifecycle calls and the end
+//  8. lockShim (with a lock shim): locks, their lifecycle calls and the end
 //     of transactions on non-default catalogs are answered by the shim,
 //     after every policy above judged the request.
-//  8. Options.Inner: cache coherence across replicas (DatabaseWrites): only
+//  9. Options.Inner: cache coherence across replicas (DatabaseWrites): only
 //     calls that pass every policy reach it.
-//  9. invalidateDatabases, innermost: only calls that reach the executor can
+//  10. invalidateDatabases, innermost: only calls that reach the executor can
 //     have changed a database.
 //
 // Then the executor (exec.go), whose backend pool asks the lane's breaker
@@ -144,7 +146,7 @@ func (x *Exchange) OnReply(f ReplyFilter) {
 // runs the call within its adaptive timeout.
 func (r *Router) links(opt Options, tables *tablePolicy) []Middleware {
 	mws := append([]Middleware{}, opt.Outer...)
-	mws = append(mws, r.accessMode, r.exposure)
+	mws = append(mws, r.abortRefusedLock, r.accessMode, r.exposure)
 	mws = append(mws, opt.Authorize...)
 	mws = append(mws, tables.middleware, r.acidTables)
 	if r.shim != nil {
@@ -166,12 +168,22 @@ func compose(exec Handler, mws ...Middleware) Handler {
 }
 
 // accessMode refuses writes a catalog's access mode does not allow (a
-// SELECT's SHARED_READ lock is a read and passes).
+// SELECT's SHARED_READ lock is a read and passes, and so does the lifecycle
+// of its transaction: planner.TxnLifecycle).
 func (r *Router) accessMode(next Handler) Handler {
 	return func(ctx context.Context, x *Exchange) error {
 		p := x.Plan()
-		if x.Leg == nil && p.Writes {
-			if why := x.lane.policy.writeRefusal(x.Cat.Name, x.Method(), p.DBs); why != "" {
+		if x.Leg == nil && p.Writes && !p.TxnLifecycle {
+			if why := x.lane.policy.callRefusal(x.Cat.Name, x.Method(), p.DBs, x.req.msg.Body()); why != "" {
+				if p.Spec.PollsForWork() {
+					// A poll for work (HiveServer2's scheduled-query executor,
+					// a compactor worker) records the work it hands out: on a
+					// catalog that refuses writes nothing is due for the
+					// caller, which is what it hears, every poll, quietly
+					// (counted as an empty answer, like a runtime without it).
+					r.fallbackEmpty(x.req, "access_mode")
+					return nil
+				}
 				return &planner.Refusal{Kind: planner.RefuseMeta, Reason: "access_mode", Message: why}
 			}
 		}

@@ -21,11 +21,52 @@ import (
 // metadataCached are the methods the metadata cache serves.
 var metadataCached = map[string]bool{"get_database": true, "get_database_req": true}
 
-// metadataKey is the cache key of a single-catalog get_database* call, ok
-// false when the metadata cache does not serve it.
+// Shared across users (routing.database-*-cache.shared-across-users), the
+// caches also hold tables, filled once for every caller and filtered per
+// caller by Ranger (ranger.go) on the way out: the metadata cache the table
+// objects (sharedTableObjects), the list cache the table lists of a
+// database (sharedTableLists). Their entries are keyed by the database, so
+// a write naming it, through this replica or any other (cachesync), drops
+// them (invalidateDatabases, cacheWrite).
+var (
+	sharedTableObjects = map[string]bool{"get_table": true, "get_table_req": true,
+		"get_table_objects_by_name": true, "get_table_objects_by_name_req": true}
+	sharedTableLists = map[string]bool{"get_all_tables": true, "get_tables": true, "get_tables_by_type": true}
+)
+
+// cacheKind is the cache a single-catalog read is served from, ok false
+// when none serves it.
+func (r *Router) cacheKind(method string) (dbcache.Kind, bool) {
+	c := r.res.cache
+	switch {
+	case metadataCached[method] && c.Enabled(dbcache.DatabaseMetadata):
+		return dbcache.DatabaseMetadata, true
+	case sharedTableObjects[method] && c.Shared(dbcache.DatabaseMetadata):
+		return dbcache.DatabaseMetadata, true
+	case sharedTableLists[method] && c.Shared(dbcache.DatabaseList):
+		return dbcache.DatabaseList, true
+	}
+	return "", false
+}
+
+// tablesCached reports whether a cache holds tables (shared across users).
+func (r *Router) tablesCached() bool {
+	c := r.res.cache
+	return c.Shared(dbcache.DatabaseMetadata) || c.Shared(dbcache.DatabaseList)
+}
+
+// cacheWrite reports whether a write may change what the caches hold: a
+// database write, or, while they hold tables, any write naming a database
+// or table.
+func (r *Router) cacheWrite(spec *methods.Spec) bool {
+	return spec.DatabaseWrite || spec.IsWrite() && spec.Objects != nil && r.tablesCached()
+}
+
+// metadataKey is the cache key of a single-catalog call the caches serve
+// (cacheKind), ok false when none does.
 func (r *Router) metadataKey(x *Exchange, args []byte, adapted bool) (dbcache.Key, bool) {
 	p := x.Plan()
-	if !metadataCached[x.Method()] || len(p.DBs) == 0 || !r.res.cache.Enabled(dbcache.DatabaseMetadata) {
+	if _, ok := r.cacheKind(x.Method()); !ok || len(p.DBs) == 0 {
 		return dbcache.Key{}, false
 	}
 	// p.DBs are views of the request buffer: the cache keeps its key.
@@ -57,7 +98,8 @@ func withIdentity(ctx context.Context, method string, id *security.Identity) con
 // cache: req is the whole call as it would be sent (backend names).
 func (r *Router) execCachedNative(ctx context.Context, x *Exchange, key dbcache.Key, req []byte) error {
 	cat, m := x.Cat, x.req.msg
-	id := r.loaderIdentity(dbcache.DatabaseMetadata, x.Identity())
+	kind, _ := r.cacheKind(m.Name)
+	id := r.loaderIdentity(kind, x.Identity())
 	call := append([]byte(nil), req...)
 	load := func(ctx context.Context) ([]byte, bool, error) {
 		ctx = withIdentity(ctx, m.Name, id)
@@ -96,7 +138,8 @@ func (r *Router) serveCached(ctx context.Context, x *Exchange, key dbcache.Key, 
 
 // cachedReply gets a cached reply (its message type, then its body).
 func (r *Router) cachedReply(ctx context.Context, x *Exchange, key dbcache.Key, dst []byte, load dbcache.Loader) ([]byte, error) {
-	val, _, err := r.res.cache.Get(ctx, dbcache.DatabaseMetadata, key, dst, load)
+	kind, _ := r.cacheKind(x.Method())
+	val, _, err := r.res.cache.Get(ctx, kind, key, dst, load)
 	if err == nil && len(val) == 0 {
 		err = &backendError{cat: x.Cat, err: errors.New("empty cached reply")}
 	}
@@ -110,7 +153,7 @@ func (r *Router) cachedReply(ctx context.Context, x *Exchange, key dbcache.Key, 
 // before it reached the backend changes nothing.
 func (r *Router) invalidateDatabases(next Handler) Handler {
 	return func(ctx context.Context, x *Exchange) error {
-		if x.Leg != nil || !x.Spec().DatabaseWrite || r.res.cache == nil {
+		if x.Leg != nil || r.res.cache == nil || !r.cacheWrite(x.Spec()) {
 			return next(ctx, x)
 		}
 		err := next(ctx, x)

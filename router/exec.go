@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/hms-proxy/hms-proxy/compat"
-	"github.com/hms-proxy/hms-proxy/router/dbcache"
 	"github.com/hms-proxy/hms-proxy/router/methods"
 	"github.com/hms-proxy/hms-proxy/router/naming"
 	"github.com/hms-proxy/hms-proxy/router/planner"
@@ -121,7 +120,8 @@ func (r *Router) execAdapted(ctx context.Context, x *Exchange) error {
 	var res []byte
 	var err error
 	if key, ok := r.metadataKey(x, args, true); ok {
-		id := r.loaderIdentity(dbcache.DatabaseMetadata, x.Identity())
+		kind, _ := r.cacheKind(m.Name)
+		id := r.loaderIdentity(kind, x.Identity())
 		own := append([]byte(nil), args...)
 		bufp := r.bufs.Get().(*[]byte)
 		defer r.bufs.Put(bufp)
@@ -304,6 +304,10 @@ func (r *Router) refuse(req *request, ref *planner.Refusal) {
 	case planner.RefuseInvalidOperation:
 		if spec.InvalidOperationField >= 0 {
 			field = spec.InvalidOperationField
+		}
+	case planner.RefuseTxnAborted:
+		if spec.TxnAbortedField >= 0 {
+			field = spec.TxnAbortedField
 		}
 	}
 	r.declaredException(req, field, ref.Message)

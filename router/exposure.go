@@ -145,8 +145,8 @@ func (r *Router) exposure(next Handler) Handler {
 			return ref
 		}
 		spec := x.Spec()
-		if spec.Name == "get_notification_events_count" {
-			if handled, err := r.countVisibleEvents(ctx, x); handled {
+		if spec.Name == "get_notification_events_count" && x.lane.authorizer == nil { // Ranger's link counts with both judges
+			if handled, err := r.countVisibleEvents(ctx, x, x.lane.policy.exposure.TablesNarrowed, r.hiddenOf); handled {
 				return err
 			}
 		}
@@ -165,6 +165,21 @@ func (r *Router) exposure(next Handler) Handler {
 // requestHidden refuses a request naming a hidden object (nil: it names
 // none).
 func (r *Router) requestHidden(x *Exchange) *planner.Refusal {
+	return r.visitObjects(x, func(o object, _ bool) *planner.Refusal {
+		if what := r.hiddenOf(o); what != "" {
+			return r.hiddenRefusal(x, o, what)
+		}
+		return nil
+	})
+}
+
+// visitObjects walks the databases and tables a request names (backend
+// names, each with its catalog) and calls visit for each until one answers
+// a refusal: the databases of one struct value first, then its tables.
+// alone is set for a database named without a table beside it in its
+// struct value (drop_database's, a lock component's on a whole database).
+// The exposure rules and the Ranger link judge the same walk.
+func (r *Router) visitObjects(x *Exchange, visit func(o object, alone bool) *planner.Refusal) *planner.Refusal {
 	spec, p := x.Spec(), x.Plan()
 	if spec.Objects == nil {
 		return nil
@@ -197,10 +212,15 @@ func (r *Router) requestHidden(x *Exchange) *planner.Refusal {
 		}
 		group := c.spans[start:end]
 		start = end
+		tables := false
+		for i := range group {
+			tables = tables || group[i].role == methods.RoleTable && group[i].val != ""
+		}
 		// databases first, then the tables of the struct value
 		for i := range group {
 			s := &group[i]
 			var o object
+			alone := false
 			switch s.role {
 			case methods.RoleDB:
 				if s.val == "" {
@@ -208,6 +228,7 @@ func (r *Router) requestHidden(x *Exchange) *planner.Refusal {
 				}
 				o.cat, o.db = resolve(s.val)
 				o.def = write && definitions[s.st] == methods.RoleDB
+				alone = !tables || s.elem
 			case methods.RoleFullTable:
 				cat, internal, explicit := r.ns.SplitFullTable(s.val)
 				if !explicit || !p.SplitLock {
@@ -221,8 +242,8 @@ func (r *Router) requestHidden(x *Exchange) *planner.Refusal {
 			default:
 				continue
 			}
-			if what := r.hiddenOf(o); what != "" {
-				return r.hiddenRefusal(x, o, what)
+			if ref := visit(o, alone); ref != nil {
+				return ref
 			}
 		}
 		for i := range group {
@@ -240,8 +261,8 @@ func (r *Router) requestHidden(x *Exchange) *planner.Refusal {
 			}
 			o.table = s.val
 			o.def = write && definitions[s.st] == methods.RoleTable
-			if what := r.hiddenOf(o); what != "" {
-				return r.hiddenRefusal(x, o, what)
+			if ref := visit(o, false); ref != nil {
+				return ref
 			}
 		}
 	}
@@ -292,28 +313,40 @@ func (r *Router) filterAnswer(x *Exchange, body []byte) ([]byte, error) {
 		}
 		return filtered, nil
 	}
+	return r.filterObjects(x, body, db, r.hiddenOf, func(typ string, n int) {
+		if r.metrics != nil {
+			r.metrics.FilteredObjects(x.Method(), x.Cat.Name, typ, n)
+		}
+	}, func(o object, what string) *planner.Refusal { return r.hiddenRefusal(x, o, what) })
+}
+
+// filterObjects removes from a result body of x (backend names) the parts
+// judge hides (judge says "database", "table" or ""), counting them by
+// type, or answers refuse when the answer itself is about a hidden object.
+// db is the request's database, for table names without one.
+func (r *Router) filterObjects(x *Exchange, body []byte, db string, judge func(object) string,
+	count func(typ string, n int), refuse func(o object, what string) *planner.Refusal) ([]byte, error) {
+	spec := x.Spec()
 	// A walk of the names first: most answers name nothing hidden and pass
 	// as they are.
 	var c nameCollector
 	if err := wire.WalkVisitor(body, spec.ResultObjects, 0, &c); err != nil {
-		return nil, fmt.Errorf("exposure filter of %s: %w", x.Method(), err)
+		return nil, fmt.Errorf("filter of %s: %w", x.Method(), err)
 	}
-	if !r.namesHidden(x.Cat, c.spans, db) {
+	if !r.namesHidden(x.Cat, c.spans, db, judge) {
 		return body, nil
 	}
 	v, err := wire.DecodeStruct(body)
 	if err != nil {
-		return nil, fmt.Errorf("exposure filter of %s: %w", x.Method(), err)
+		return nil, fmt.Errorf("filter of %s: %w", x.Method(), err)
 	}
-	f := answerFilter{r: r, cat: x.Cat, db: db, removed: map[string]int{}}
+	f := answerFilter{r: r, cat: x.Cat, db: db, judge: judge, removed: map[string]int{}}
 	what, o := f.structValue(&v, spec.Method.Result)
 	for typ, n := range f.removed {
-		if r.metrics != nil {
-			r.metrics.FilteredObjects(x.Method(), x.Cat.Name, typ, n)
-		}
+		count(typ, n)
 	}
 	if what != "" {
-		return nil, r.hiddenRefusal(x, o, what)
+		return nil, refuse(o, what)
 	}
 	return v.Encode(), nil
 }
@@ -321,7 +354,7 @@ func (r *Router) filterAnswer(x *Exchange, body []byte) ([]byte, error) {
 // namesHidden reports whether any struct value of an answer is about a
 // hidden object (its own database, table or "db.table" fields; the
 // elements of a list of names are references, not subjects).
-func (r *Router) namesHidden(cat *naming.Catalog, spans []nameSpan, fallback string) bool {
+func (r *Router) namesHidden(cat *naming.Catalog, spans []nameSpan, fallback string, judge func(object) string) bool {
 	groupByOwner(spans)
 	for start := 0; start < len(spans); {
 		end := start + 1
@@ -351,7 +384,7 @@ func (r *Router) namesHidden(cat *naming.Catalog, spans []nameSpan, fallback str
 				}
 				o.db, o.table = db, s.val
 			}
-			if r.hiddenOf(o) != "" {
+			if judge(o) != "" {
 				return true
 			}
 		}
@@ -366,7 +399,8 @@ type answerFilter struct {
 	r       *Router
 	cat     *naming.Catalog
 	db      string
-	removed map[string]int // by object type
+	judge   func(object) string // what of an object is hidden ("" nothing)
+	removed map[string]int      // by object type
 }
 
 // subject says what of the objects a struct value names itself is hidden
@@ -397,7 +431,7 @@ func (f *answerFilter) subject(v *wire.Value, st *thriftgen.Struct) (string, obj
 		default:
 			continue
 		}
-		if what := f.r.hiddenOf(o); what != "" {
+		if what := f.judge(o); what != "" {
 			return what, o
 		}
 	}

@@ -22,14 +22,16 @@ const notifyCountPage = 1000
 // given) and counting the database's events on objects the rules show, up
 // to limit (when given), as Hive's own count bounds them. handled is false
 // when the metastore's count is already right (no table rules for the
-// database); a hidden database was refused before this.
-func (r *Router) countVisibleEvents(ctx context.Context, x *Exchange) (handled bool, err error) {
+// database); a hidden database was refused before this. narrowed says
+// whether some tables of a database may be hidden, hidden what of an
+// object is (exposure's rules, and Ranger's link with its own judge).
+func (r *Router) countVisibleEvents(ctx context.Context, x *Exchange, narrowed func(db string) bool, hidden func(object) string) (handled bool, err error) {
 	var args thriftgen.GetNotificationEventsCountArgs
 	if err := decodeThrift(x.Args(), &args); err != nil || args.Rqst == nil {
 		return false, nil // the metastore answers what it makes of it
 	}
 	rq := args.Rqst
-	if !x.lane.policy.exposure.TablesNarrowed(rq.DbName) {
+	if !narrowed(rq.DbName) {
 		return false, nil
 	}
 	cat := x.Cat.BackendName // the metastore's own catalog: Hive's default when the request names none
@@ -74,7 +76,7 @@ func (r *Router) countVisibleEvents(ctx context.Context, x *Exchange) (handled b
 			if e.TableName != nil {
 				tbl = *e.TableName
 			}
-			if r.hiddenOf(object{cat: x.Cat, db: *e.DbName, table: tbl}) == "" {
+			if hidden(object{cat: x.Cat, db: *e.DbName, table: tbl}) == "" {
 				n++
 				if rq.Limit != nil && *rq.Limit > 0 && n >= *rq.Limit {
 					return true, r.answerCount(x, n)

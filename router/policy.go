@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hms-proxy/hms-proxy/configs"
+	"github.com/hms-proxy/hms-proxy/router/planner"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -159,4 +160,23 @@ func (e *Exposure) filterNames(body []byte, db string) ([]byte, int, error) {
 		return body, 0, nil
 	}
 	return v.Encode(), removed, nil
+}
+
+// callRefusal is writeRefusal for one call with its arguments: a commit_txn
+// is named with the writes it carries (planner.CommitOwnWrites), and under a
+// whitelist one that updates a table parameter by table id (keyValue) is
+// refused, since which database that table is in cannot be read from the
+// request.
+func (p *Policy) callRefusal(catalog, method string, dbs []string, body []byte) string {
+	if method == "commit_txn" && p.access != configs.AccessReadWrite {
+		fields, id := planner.CommitOwnWrites(body)
+		if len(fields) > 0 {
+			method += " carrying " + strings.Join(fields, " and ")
+		}
+		if id >= 0 && p.access == configs.AccessReadWriteDBWhitelist {
+			return fmt.Sprintf("catalog %s allows writes only to databases in catalog.%s.write-db-whitelist; %s updates a parameter of the table with id %d, whose database the request does not name",
+				catalog, catalog, method, id)
+		}
+	}
+	return p.writeRefusal(catalog, method, dbs)
 }

@@ -77,6 +77,7 @@ type Router struct {
 	lanes    []*Lane // by naming.Catalog.Index
 	table    *methods.Table
 	exposed  bool // some lane's expose rules hide something
+	guarded  bool // some lane has a Ranger authorizer
 	adapters *compat.Adapters
 	metrics  *monitoring.Metrics
 	audit    *audit.Logger
@@ -144,6 +145,9 @@ func New(opt Options) (*Router, error) {
 	if err := tableFieldIDs(); err != nil {
 		return nil, err
 	}
+	if err := planner.CommitFieldIDs(); err != nil {
+		return nil, err
+	}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -162,6 +166,7 @@ func New(opt Options) (*Router, error) {
 	r.res = resilience{opt: opt.Resilience, cache: opt.Resilience.Cache, m: opt.Resilience.Metrics}
 	for _, l := range r.lanes {
 		r.exposed = r.exposed || l.policy.exposure.active()
+		r.guarded = r.guarded || l.authorizer != nil
 		r.res.m.Known(l.cat.Name, safeFanoutMethods...)
 		if r.metrics != nil {
 			r.metrics.KnownBackend(l.cat.Name)
@@ -299,6 +304,13 @@ type request struct {
 	asked, omitted []string
 	askedArr       [2]string
 	fanSem         chan struct{}
+	// What the Ranger link decided (ranger.go), for the audit record: its
+	// decision, the deciding policy (nil: none named), the objects answers
+	// lost.
+	rangerMu       sync.Mutex
+	rangerDecision string
+	rangerPolicy   *int64
+	rangerFiltered int
 	// Exchange.Once
 	once    sync.Once
 	onceErr error
@@ -355,7 +367,8 @@ func (r *Router) finish(req *request, d time.Duration) {
 		rec := &audit.Record{RequestID: req.info.ID, Method: msg.Name, Catalog: catalog, Backend: backend,
 			Status: req.status, DurationMs: d.Milliseconds(), RemoteAddress: req.conn.Remote,
 			AuthenticatedUser: req.conn.User(), Routed: req.routed, Fanout: req.fanout, Fallback: req.fallback,
-			DefaultCatalogRouted: req.defaultRouted, OmittedCatalogs: req.omitted}
+			DefaultCatalogRouted: req.defaultRouted, OmittedCatalogs: req.omitted,
+			RangerDecision: req.rangerDecision, RangerPolicyID: req.rangerPolicy, RangerFiltered: req.rangerFiltered}
 		if req.plan.Spec != nil {
 			rec.OperationClass = string(req.plan.Spec.Family)
 		}

@@ -50,6 +50,12 @@ func hs2Dir() string {
 	return filepath.Join(buildOf("build", Hive410), "hs2")
 }
 
+// HiveServer2ClientClassPath is the class path of a JDBC client of HiveServer2 (Hive JDBC 4.1.0 and what it uses), for
+// a Java source file run against a HiveServer2 of the test bed.
+func HiveServer2ClientClassPath() string {
+	return filepath.Join(hs2Dir(), "*") + string(filepath.ListSeparator) + filepath.Join(libDir(Hive410), "*")
+}
+
 // conf is HiveServer2's hive-site.xml: the metastore, the warehouse, local MapReduce inside the JVM, no web UI, and
 // none of the background services a test does not use.
 func (o HiveServer2Options) conf(dir string, port int) []string {

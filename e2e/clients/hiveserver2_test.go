@@ -43,18 +43,18 @@ var hs2On313 = map[string]hs2Deviation{
 	"SELECT after DROP PARTITION": {detail: "1|2024-01-01; 2|2024-01-02; 3|2024-01-02", why: "the refused DROP PARTITION dropped nothing"},
 	// Under an exclusive write lock HiveServer2 asks which transaction last
 	// wrote what it is about to change (get_latest_txnid_in_conflict), which
-	// 3.1.3 cannot compute: UPDATE and DELETE fail while taking their locks.
-	"UPDATE ACID": {errorHas: []string{"get_latest_txnid_in_conflict", "catalog1", "APACHE_3_1_3"}, why: "no safe mapping"},
-	"DELETE ACID": {errorHas: []string{"get_latest_txnid_in_conflict", "catalog1", "APACHE_3_1_3"}, why: "no safe mapping"},
-	// OPEN DEFECT, pinned so that it is seen: after a full ACID (ORC)
-	// INSERT that HiveServer2 reports done, the rows do not read back in
-	// this test (direct to 4.1.0 and through the proxy to 4.1.0 they do;
-	// insert-only tables read back on 3.1.3 too). A hand-run of the same
-	// components (testbed metastore 3.1.3, hms-proxy with one or two
-	// catalogs, HiveServer2 with its own warehouse) reads "1|a; 2|b"; the
-	// difference is not found yet. When it is fixed, this entry becomes
-	// {detail: "1|a; 2|b"} (UPDATE and DELETE are refused).
-	"SELECT ACID": {detail: "", why: "open defect: full ACID rows written through the proxy to 3.1.3 do not read back here"},
+	// no 3.1.3 call can answer: UPDATE and DELETE fail while taking their
+	// locks, with the MetaException saying why, before they write.
+	"UPDATE ACID": {errorHas: []string{"get_latest_txnid_in_conflict", "catalog1", "APACHE_3_1_3", "committed write set"}, why: "no 3.1.3 call reads the write set"},
+	"DELETE ACID": {errorHas: []string{"get_latest_txnid_in_conflict", "catalog1", "APACHE_3_1_3", "committed write set"}, why: "no 3.1.3 call reads the write set"},
+	// The full ACID INSERT's rows, which the refused UPDATE and DELETE left
+	// as they were. (Runs of the whole former router/e2e package read an
+	// empty answer here; ten runs since, with the same components and with
+	// leftover open and aborted transactions on the metastore, read the
+	// rows, and the cause was not found. If it comes back this fails, and
+	// HiveServer2's directory, its log included, is kept and named in the
+	// test log.)
+	"SELECT ACID": {detail: "1|a; 2|b", why: "the refused UPDATE and DELETE changed nothing"},
 }
 
 func TestHiveServer2FourSQLOnHive313AndHive410(t *testing.T) {
@@ -160,6 +160,7 @@ func runHS2(t *testing.T, name, uri string, ms *testbed.Metastore, db string) []
 		o.ExternalWarehouse = ms.Dir + "/external"
 	}
 	hs2 := testbed.StartHiveServer2T(t, o)
+	t.Logf("[%s] HiveServer2 in %s (kept when the test fails)", name, hs2.Dir)
 	args := []string{"--jdbc", hs2.JDBC, "--db", db}
 	if ms.Version == testbed.Hive313 {
 		// A database a 3.1.3 metastore creates has no managed location:

@@ -14,8 +14,8 @@ import (
 )
 
 // textTable is a Hive text table (LazySimpleSerDe, ^A between fields) at a
-// local directory holding rows.
-func textTable(t *testing.T, c *thriftgen.Client, db, name string, rows ...string) {
+// local directory holding rows; it returns the directory.
+func textTable(t *testing.T, c *thriftgen.Client, db, name string, rows ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "part-00000"), []byte(strings.Join(rows, "\n")+"\n"), 0o644); err != nil {
@@ -27,6 +27,7 @@ func textTable(t *testing.T, c *thriftgen.Client, db, name string, rows ...strin
 	if err := c.CreateTable(e2eutil.Ctx(t), tb); err != nil {
 		t.Fatalf("create table %s.%s: %v", db, name, err)
 	}
+	return dir
 }
 
 // Views through the proxy, read by a real SQL engine: pyspark 3.5.9 with

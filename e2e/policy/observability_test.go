@@ -245,15 +245,15 @@ var obsNoProducer = map[string]string{
 	// while the budget test below needs it (the resilience e2e tests refresh).
 	"hms_proxy_cache_refreshes_total": "background refresh is off in this proxy",
 	// security/ranger defines them (security/ranger tests drive them); the
-	// router does not run a Ranger plugin until issue 23's second phase.
-	"hms_proxy_ranger_evaluations_total":                              "Ranger is not wired into the router yet",
-	"hms_proxy_ranger_evaluation_duration_seconds_bucket":             "Ranger is not wired into the router yet",
-	"hms_proxy_ranger_filtered_objects_total":                         "Ranger is not wired into the router yet",
-	"hms_proxy_ranger_plugin_info":                                    "Ranger is not wired into the router yet",
-	"hms_proxy_ranger_policy_downloads_total":                         "Ranger is not wired into the router yet",
-	"hms_proxy_ranger_policy_version":                                 "Ranger is not wired into the router yet",
-	"hms_proxy_ranger_policy_download_last_success_timestamp_seconds": "Ranger is not wired into the router yet",
-	"hms_proxy_ranger_plugin_ready":                                   "Ranger is not wired into the router yet",
+	// proxy here guards no catalog with Ranger (e2e/ranger runs one).
+	"hms_proxy_ranger_evaluations_total":                              "this proxy guards no catalog with Ranger (e2e/ranger exports them)",
+	"hms_proxy_ranger_evaluation_duration_seconds_bucket":             "this proxy guards no catalog with Ranger (e2e/ranger exports them)",
+	"hms_proxy_ranger_filtered_objects_total":                         "this proxy guards no catalog with Ranger (e2e/ranger exports them)",
+	"hms_proxy_ranger_plugin_info":                                    "this proxy guards no catalog with Ranger (e2e/ranger exports them)",
+	"hms_proxy_ranger_policy_downloads_total":                         "this proxy guards no catalog with Ranger (e2e/ranger exports them)",
+	"hms_proxy_ranger_policy_version":                                 "this proxy guards no catalog with Ranger (e2e/ranger exports them)",
+	"hms_proxy_ranger_policy_download_last_success_timestamp_seconds": "this proxy guards no catalog with Ranger (e2e/ranger exports them)",
+	"hms_proxy_ranger_plugin_ready":                                   "this proxy guards no catalog with Ranger (e2e/ranger exports them)",
 }
 
 func TestObsDashboardAgainstRealPrometheusAndRealTraffic(t *testing.T) {

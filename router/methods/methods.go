@@ -87,6 +87,7 @@ type Spec struct {
 	// Result field ids of declared exceptions, -1 when not declared.
 	MetaExcField, NoSuchObjectField, InvalidOperationField int16
 	UnknownDBField, UnknownTableField, InvalidObjectField  int16
+	TxnAbortedField                                        int16
 	// Rename: an alter_table form, whose source database and the new
 	// table's database are resolved separately (a table cannot move
 	// between catalogs).
@@ -107,6 +108,10 @@ type Spec struct {
 	// this replica's caches drop it, and other replicas are told
 	// (router/dbcache/cachesync).
 	DatabaseWrite bool
+	// Authz is the row's Ranger rule (authz.go); HasAuthz is false for the
+	// RPCs no rule covers (they name no database or table).
+	Authz    Authz
+	HasAuthz bool
 }
 
 // databaseWrites are the rows of DatabaseWrite.
@@ -300,9 +305,10 @@ func BuildTable() (*Table, error) {
 		}
 		s := &Spec{Name: m.Name, Method: m, Family: r.family, Classes: r.classes, Unrouted: r.unrouted,
 			Special: r.special, MetaExcField: -1, NoSuchObjectField: -1, InvalidOperationField: -1,
-			UnknownDBField: -1, UnknownTableField: -1, InvalidObjectField: -1,
+			UnknownDBField: -1, UnknownTableField: -1, InvalidObjectField: -1, TxnAbortedField: -1,
 			Rename: renames[m.Name], SessionState: sessionState[m.Name], DatabaseWrite: databaseWrites[m.Name],
 			excNames: map[int16]string{}}
+		s.Authz, s.HasAuthz = authzOf(m.Name)
 		if s.Special == RefuseAlways {
 			s.Why = "catalogs are managed in the proxy configuration (catalogs=...), not by client RPCs"
 		}
@@ -342,6 +348,8 @@ func BuildTable() (*Table, error) {
 					s.UnknownTableField = f.ID
 				case "InvalidObjectException":
 					s.InvalidObjectField = f.ID
+				case "TxnAbortedException":
+					s.TxnAbortedField = f.ID
 				}
 			}
 		}
@@ -368,6 +376,11 @@ var optionalReads = map[string]bool{"get_active_resource_plan": true, "get_all_r
 // without the RPC, the empty answer ("nothing to do") is true, and Hive 4's
 // compactor and HiveServer2 poll them on a timer.
 var pollsForWork = map[string]bool{"find_next_compact": true, "find_next_compact2": true, "scheduled_query_poll": true}
+
+// PollsForWork reports whether the RPC hands the caller the next piece of
+// work and records it (pollsForWork): "nothing is due" is a true answer
+// wherever the proxy does not let the record be written.
+func (s *Spec) PollsForWork() bool { return pollsForWork[s.Name] }
 
 // EmptyOnAnyFailure reports whether any backend failure of the RPC is
 // answered with an empty result (optionalReads).

@@ -116,3 +116,62 @@ func TestRoleOverridesNameRealSchemaFields(t *testing.T) {
 		}
 	}
 }
+
+// Every RPC whose arguments or answer name a database or a table has a
+// Ranger rule (authz.go): a new RPC cannot pass the authorization link
+// unjudged. The rule's access types are the Hive service definition's.
+func TestEveryRPCNamingObjectsHasARangerRule(t *testing.T) {
+	table, err := BuildTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hive := map[string]bool{AccessAny: true, "select": true, "update": true, "create": true, "drop": true,
+		"alter": true, "lock": true}
+	n := 0
+	for _, name := range table.Names() {
+		s := table.Lookup(name)
+		if s.Objects == nil && s.ResultObjects == nil {
+			continue
+		}
+		n++
+		if !s.HasAuthz {
+			t.Errorf("RPC %s names databases or tables but has no Ranger rule (router/methods/authz.go)", name)
+			continue
+		}
+		a := s.Authz
+		if a.DB == "" && a.Table == "" {
+			t.Errorf("RPC %s: its Ranger rule names no access", name)
+		}
+		for _, acc := range []string{a.DB, a.Table} {
+			if acc != "" && !hive[acc] {
+				t.Errorf("RPC %s: access %q is not one of the Hive service definition", name, acc)
+			}
+		}
+		if s.IsWrite() && (a.DB == AccessAny || a.Table == "select") && name != "get_lock_materialization_rebuild" {
+			t.Errorf("RPC %s writes but its Ranger rule asks a read access (%+v)", name, a)
+		}
+	}
+	if n < 150 {
+		t.Fatalf("only %d RPCs name objects: the object walks are not what this test expects", n)
+	}
+	for _, c := range []struct {
+		rpc, db, table string
+		udf            bool
+	}{
+		{"get_table_req", AccessAny, AccessAny, false},
+		{"get_partitions_by_names_req", AccessAny, "select", false},
+		{"create_table_with_constraints", "create", "create", false},
+		{"drop_table_with_environment_context", "drop", "drop", false},
+		{"drop_partitions_req", "alter", "alter", false},
+		{"drop_database_req", "drop", "drop", false},
+		{"add_partitions_req", "alter", "alter", false},
+		{"truncate_table_req", "update", "update", false},
+		{"create_function", "create", "", true},
+		{"alter_database_req", "alter", "alter", false},
+	} {
+		a := table.Lookup(c.rpc).Authz
+		if a.DB != c.db || a.Table != c.table || a.UDF != c.udf {
+			t.Errorf("%s: Ranger rule %+v, want db %s table %s udf %v", c.rpc, a, c.db, c.table, c.udf)
+		}
+	}
+}

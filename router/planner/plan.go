@@ -50,6 +50,10 @@ type Single struct {
 	// catalog and judges each part's access mode (Target is the default
 	// catalog, Writes false, DBs empty). Its primitive is SplitLock.
 	SplitLock bool
+	// TxnLifecycle: a write of a transaction's own lifecycle (open,
+	// heartbeat, abort, a commit without writes of its own), which the
+	// access modes let pass (txn.go); the compat guard still checks it.
+	TxnLifecycle bool
 }
 
 // FanOut asks several lanes the same read and merges their lists in lane
@@ -164,6 +168,9 @@ const (
 	RefuseUnknownMethod // TApplicationException UNKNOWN_METHOD
 	RefuseProtocol      // TApplicationException PROTOCOL_ERROR
 	RefuseMessageType   // TApplicationException INVALID_MESSAGE_TYPE
+	// RefuseTxnAborted: the TxnAbortedException the method declares (a
+	// refused lock whose transaction the proxy aborted).
+	RefuseTxnAborted
 )
 
 // Refusal is a request the proxy does not forward, with the reason a client
@@ -206,6 +213,9 @@ func (p *Plan) String() string {
 		}
 		if p.Writes {
 			b.WriteString(" writes")
+		}
+		if p.TxnLifecycle {
+			b.WriteString(" (transaction lifecycle)")
 		}
 		if p.SplitLock {
 			b.WriteString(" split-lock")

@@ -389,6 +389,7 @@ func (pl *Planner) planSingle(req *call) {
 	}
 	p.Kind, p.Target = PlanSingle, cat
 	p.Writes = spec.IsWrite() && writesData(spec, m.Body())
+	p.TxnLifecycle = p.Writes && txnLifecycleOnly(spec, m.Body())
 	runtime := pl.runtime(cat)
 	p.Mode, p.Adapter = pl.adapters.Plan(runtime, spec.Name)
 	switch p.Mode {
@@ -397,6 +398,9 @@ func (pl *Planner) planSingle(req *call) {
 		p.Refusal.Catalog = cat.Name
 	case compat.Unsupported:
 		p.Kind, p.Refusal = PlanRefuse, NewRefusal(RefuseUnknownMethod, "unsupported", "%s", compat.UnsupportedMessage(m.Name, cat.Name, runtime))
+		if compat.UnsupportedReason(m.Name) != "" {
+			p.Refusal = NewRefusal(RefuseMeta, "unsupported", "%s", compat.UnsupportedReasonMessage(m.Name, cat.Name, runtime))
+		}
 		p.Refusal.Catalog = cat.Name
 	}
 }

@@ -104,6 +104,11 @@ func (a *Authorizer) filter(s Subject, typ string, names []string, set func(*Req
 	return kept, nil
 }
 
+// Filtered counts n objects of type typ (ResourceDatabase, ...) that a
+// caller's answer lost or a request found missing because the policies give
+// no access to them (hms_proxy_ranger_filtered_objects_total).
+func (a *Authorizer) Filtered(typ string, n int) { a.m.filtered(typ, n) }
+
 // String names the authorizer for logs.
 func (a *Authorizer) String() string {
 	return fmt.Sprintf("ranger service %s for catalog %s", a.p.o.Admin.ServiceName, a.catalog)
