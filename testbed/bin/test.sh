@@ -111,6 +111,7 @@ mapfile -t ORDERED < <(
 )
 # -json is for the per-test times; testtimes prints the plain output go test shows without it, and keeps the raw
 # stream, the times and the report under $CACHE/logs.
+[ ${#ORDERED[@]} -gt 0 ] || ORDERED=(./...) # go list failed: go test says why
 rm -f "$CACHE/logs/go-test-report.txt"
 go build -o "$CACHE/logs/.testtimes" ./testbed/cmd/testtimes
 if ! go test -json -count=1 -timeout 25m "${ORDERED[@]}" 2>&1 | "$CACHE/logs/.testtimes" \

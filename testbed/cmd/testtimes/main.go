@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -98,9 +99,12 @@ func main() {
 }
 
 // filter copies the stream to raw, prints the plain output to out and returns every finished test and package.
+// Two packages run at once and -json streams their events interleaved; a plain run prints each package's output as
+// one block, so each package's output (TestMain's lines, its failed tests) is held and printed when it ends.
 func filter(in io.Reader, out, raw io.Writer) []timing {
 	var ts []timing
-	held := map[string][]string{} // package + "\x00" + test -> output not yet printed
+	held := map[string][]string{}  // package + "\x00" + test -> output of a running test
+	block := map[string][]string{} // package -> what the package's block prints so far
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -121,19 +125,23 @@ func filter(in io.Reader, out, raw io.Writer) []timing {
 				// a passing binary's last line, printed only with -v
 			case e.Test == "":
 				if strings.HasPrefix(e.Output, "FAIL") {
-					flush(out, held, e.Package+"\x00")
+					unfinished(block, held, e.Package)
 				}
-				fmt.Fprint(out, e.Output)
+				block[e.Package] = append(block[e.Package], e.Output)
 			case framing(e.Output):
 				// -json runs tests verbosely; these lines are not in a plain run's output
 			default:
 				held[key] = append(held[key], e.Output)
 			}
 		case "pass", "fail", "skip":
-			if e.Action == "fail" {
-				for _, o := range held[key] {
+			if e.Test == "" {
+				unfinished(block, held, e.Package)
+				for _, o := range block[e.Package] {
 					fmt.Fprint(out, o)
 				}
+				delete(block, e.Package)
+			} else if e.Action == "fail" {
+				block[e.Package] = append(block[e.Package], held[key]...)
 			}
 			delete(held, key)
 			test := e.Test
@@ -146,24 +154,36 @@ func filter(in io.Reader, out, raw io.Writer) []timing {
 	if err := sc.Err(); err != nil {
 		fmt.Fprintln(os.Stderr, "testtimes: reading go test -json:", err)
 	}
-	flush(out, held, "")
+	// The stream ended before some package did (go test was killed): print what there is.
+	var pkgs []string
+	for p := range block {
+		pkgs = append(pkgs, p)
+	}
+	for p := range held {
+		pkgs = append(pkgs, p[:strings.IndexByte(p, 0)])
+	}
+	sort.Strings(pkgs)
+	for _, p := range slices.Compact(pkgs) {
+		unfinished(block, held, p)
+		for _, o := range block[p] {
+			fmt.Fprint(out, o)
+		}
+	}
 	return ts
 }
 
-// flush prints and forgets the output held for tests under prefix (package + NUL) that never finished: a binary
-// that panicked or hit -timeout reports no end for its running tests, and their output is all there is to go on.
-func flush(out io.Writer, held map[string][]string, prefix string) {
+// unfinished moves the output of pkg's tests that never finished into its block: a binary that panicked or hit
+// -timeout reports no end for its running tests, and their output is all there is to go on.
+func unfinished(block, held map[string][]string, pkg string) {
 	var keys []string
 	for k := range held {
-		if strings.HasPrefix(k, prefix) {
+		if strings.HasPrefix(k, pkg+"\x00") {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		for _, o := range held[k] {
-			fmt.Fprint(out, o)
-		}
+		block[pkg] = append(block[pkg], held[k]...)
 		delete(held, k)
 	}
 }

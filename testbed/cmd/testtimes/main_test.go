@@ -62,6 +62,28 @@ func TestFilterKeepsThePlainOutputAndTheTimes(t *testing.T) {
 	}
 }
 
+// Two packages run at once: their events interleave, their output does not (each package prints as one block when
+// it ends, as a plain run does).
+func TestFilterKeepsEachPackagesOutputTogether(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"output","Package":"m/a","Output":"a: starting\n"}`,
+		`{"Action":"output","Package":"m/b","Output":"b: starting\n"}`,
+		`{"Action":"output","Package":"m/b","Test":"TestX","Output":"    b_test.go:1: boom\n"}`,
+		`{"Action":"output","Package":"m/a","Output":"a: launched 3 HiveMetaStore\n"}`,
+		`{"Action":"fail","Package":"m/b","Test":"TestX","Elapsed":1}`,
+		`{"Action":"output","Package":"m/b","Output":"FAIL\tm/b\t1.0s\n"}`,
+		`{"Action":"fail","Package":"m/b","Elapsed":1}`,
+		`{"Action":"output","Package":"m/a","Output":"ok  \tm/a\t2.0s\n"}`,
+		`{"Action":"pass","Package":"m/a","Elapsed":2}`,
+	}, "\n") + "\n"
+	var out bytes.Buffer
+	filter(strings.NewReader(in), &out, io.Discard)
+	want := "b: starting\n    b_test.go:1: boom\nFAIL\tm/b\t1.0s\n" + "a: starting\na: launched 3 HiveMetaStore\nok  \tm/a\t2.0s\n"
+	if out.String() != want {
+		t.Fatalf("output:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
 // A test binary that dies mid-test (a panic, the -timeout) never reports the test's end: its output is printed.
 func TestFilterPrintsAnUnfinishedTestsOutput(t *testing.T) {
 	in := `{"Action":"output","Package":"m/a","Test":"TestHang","Output":"panic: test timed out after 25m0s\n"}` + "\n" +
