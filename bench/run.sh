@@ -17,6 +17,9 @@
 #                  (this repository never builds it); unset, the run goes on without that peer and says so
 #   BENCH_REPLICAS_BUDGET  time budget of the scale-out phase (`hms-bench replicas`, default 3m): HAProxy over
 #                  1, 2 and 3 replicas; BENCH_NO_REPLICAS=1 leaves it out
+#   BENCH_RANGER_BUDGET  time budget of the Ranger phase (`hms-bench ranger`, default 3m): 100 users through
+#                  hms-proxy with Ranger and the shared caches, with Ranger and no cache, and direct;
+#                  results ranger.json and ranger.md; BENCH_NO_RANGER=1 leaves it out
 #   HMS_PROXY_CACHE  cache root (default <repo>/.cache); binaries and scratch files go to $CACHE/bench
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,4 +62,11 @@ if [ "${BENCH_NO_REPLICAS:-}" != 1 ]; then
   if [ "${BENCH_QUICK:-}" = 1 ]; then RARGS+=(-quick); fi
   echo "== hms-bench ${RARGS[*]}"
   "$BIN/hms-bench" "${RARGS[@]}"
+fi
+
+if [ "${BENCH_NO_RANGER:-}" != 1 ]; then
+  GARGS=(ranger -out "$OUT" -work "$WORK" -bin "$BIN" -budget "${BENCH_RANGER_BUDGET:-3m}" -commit "$(git rev-parse --short HEAD 2>/dev/null || true)")
+  if [ "${BENCH_QUICK:-}" = 1 ]; then GARGS+=(-quick); fi
+  echo "== hms-bench ${GARGS[*]}"
+  "$BIN/hms-bench" "${GARGS[@]}"
 fi

@@ -77,3 +77,13 @@ func (m *Metastore) signal(s syscall.Signal) error {
 	}
 	return syscall.Kill(-p.cmd.Process.Pid, s)
 }
+
+// Pid is the metastore JVM's process id (0 when it is not running): the benchmark reads its CPU time from /proc.
+func (m *Metastore) Pid() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.proc == nil {
+		return 0
+	}
+	return m.proc.cmd.Process.Pid
+}

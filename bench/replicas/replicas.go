@@ -9,7 +9,6 @@ package replicas
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hms-proxy/hms-proxy/bench/load"
+	"github.com/hms-proxy/hms-proxy/bench/report"
 	"github.com/hms-proxy/hms-proxy/bench/workload"
 	"github.com/hms-proxy/hms-proxy/testbed"
 	"github.com/hms-proxy/hms-proxy/testbed/cluster"
@@ -95,7 +95,7 @@ func Run(o Options) (*Results, error) {
 	}
 	start := time.Now()
 	deadline := start.Add(o.Budget)
-	res := &Results{Start: start.UTC().Format(time.RFC3339), Commit: o.Commit, LoadBefore: loadavg(),
+	res := &Results{Start: start.UTC().Format(time.RFC3339), Commit: o.Commit, LoadBefore: report.LoadAvg(),
 		MetastoreJVM: os.Getenv("HMS_PROXY_METASTORE_JVM_OPTS")}
 	ms, err := testbed.StartMetastores(testbed.Hive313, testbed.Hive313)
 	if err != nil {
@@ -279,7 +279,7 @@ func Run(o Options) (*Results, error) {
 		res.Notes = append(res.Notes, "connections HAProxy sent to each replica of the 3-replica backend: "+strings.Join(parts, ", "))
 	}
 	res.DurationS = round(time.Since(start).Seconds(), 1)
-	res.LoadAfter = loadavg()
+	res.LoadAfter = report.LoadAvg()
 	return res, res.write(o.Out)
 }
 
@@ -367,31 +367,7 @@ func round(v float64, d int) float64 {
 	return float64(int64(v*p+0.5)) / p
 }
 
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
-
-func (r *Results) write(out string) error {
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(out, "replicas.json"), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(out, "replicas.md"), []byte(r.Markdown()), 0o644)
-}
+func (r *Results) write(out string) error { return report.WritePhase(out, "replicas", r, r.Markdown()) }
 
 // Markdown renders the phase's table.
 func (r *Results) Markdown() string {

@@ -130,14 +130,7 @@ func (r *Results) Markdown(svgName string) string {
 	p("connections per setup; CPU per call is the meter process's utime+stime from /proc/<pid>/stat around each\n")
 	p("round (10 ms ticks) divided by the calls it served.\n\n")
 
-	p("## Targets\n\n| Goal | Measured | Met |\n|---|---|---|\n")
-	for _, t := range r.Targets {
-		met := "no"
-		if t.Met {
-			met = "yes"
-		}
-		p("| %s | %s | %s |\n", t.Goal, t.Measured, met)
-	}
+	targetsTable(p, r.Targets)
 
 	p("\n## Setups\n\n| Setup | What | CPU / RSS of |\n|---|---|---|\n")
 	for _, s := range r.Setups {
@@ -488,4 +481,17 @@ func rss(c *Cell) string {
 		return "-"
 	}
 	return mib(c.RSSMaxKiB)
+}
+
+// targetsTable renders the "Targets" section: each goal, what was measured
+// and whether it is met.
+func targetsTable(p func(string, ...any), targets []Target) {
+	p("## Targets\n\n| Goal | Measured | Met |\n|---|---|---|\n")
+	for _, t := range targets {
+		met := "no"
+		if t.Met {
+			met = "yes"
+		}
+		p("| %s | %s | %s |\n", t.Goal, t.Measured, met)
+	}
 }

@@ -9,12 +9,10 @@ package suite
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -425,41 +423,15 @@ func (s *suite) startHelpers(ms []*testbed.Metastore, repliesDir string) error {
 // startProxy runs the real hms-proxy binary with a config written to the
 // work folder; Addr is its Thrift port, MgmtAddr-style metrics at port+mgmt.
 func (s *suite) startProxy(name string, backends []string, audit bool, extra ...map[string]string) (*proc.Child, error) {
-	dir := filepath.Join(s.opt.Work, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	port, err := proxybench.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	mport, err := proxybench.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	cfg := proxybench.ProxyConfig{Port: port, MgmtPort: mport, Backends: backends,
-		PoolSize: concs[len(concs)-1], Audit: audit, Dir: dir}
+	cfg := proxybench.ProxyConfig{Backends: backends, PoolSize: concs[len(concs)-1], Audit: audit}
 	if len(extra) > 0 {
 		cfg.Extra = extra[0]
 	}
-	props := proxybench.Props(cfg)
-	file := filepath.Join(dir, "hms-proxy.properties")
-	if err := os.WriteFile(file, []byte(proxybench.PropsText(props)), 0o644); err != nil {
-		return nil, err
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c, err := proc.StartWait(name, filepath.Join(dir, "hms-proxy.log"), 20*time.Second, func() error {
-		cn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return err
-		}
-		return cn.Close()
-	}, s.bin("hms-proxy"), file)
+	c, mgmt, err := proxybench.StartBinary(name, s.bin("hms-proxy"), filepath.Join(s.opt.Work, name), cfg)
 	if err != nil {
 		return nil, err
 	}
-	c.Addr = addr
-	s.mgmt[c] = "127.0.0.1:" + strconv.Itoa(mport)
+	s.mgmt[c] = mgmt
 	return c, nil
 }
 

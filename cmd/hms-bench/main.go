@@ -13,6 +13,9 @@
 //	hms-bench replicas [-out bench/results] [-work DIR] [-bin DIR] [-budget 3m] [-quick]
 //	    the scale-out phase: throughput through HAProxy over 1, 2 and 3 replicas
 //	    (bench/replicas), written to replicas.json and replicas.md under -out
+//	hms-bench ranger [-out bench/results] [-work DIR] [-bin DIR] [-budget 3m] [-quick] [-policy-template FILE]
+//	    the Ranger phase: 100 users through hms-proxy with Ranger and the shared caches, with Ranger and no
+//	    cache, and straight to the metastore (bench/rangerbench), written to ranger.json and ranger.md under -out
 //	hms-bench render -out DIR
 //	    re-render results.md and latency.svg from DIR/results.json
 //	hms-bench instr -bin DIR -out FILE [-work DIR] [-calls 2000] [-gogc off] [-cases W:Ncat:CONN,...] [-set k=v,...]
@@ -32,6 +35,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/bench/instr"
 	"github.com/hms-proxy/hms-proxy/bench/javaproxy"
+	"github.com/hms-proxy/hms-proxy/bench/rangerbench"
 	"github.com/hms-proxy/hms-proxy/bench/replicas"
 	"github.com/hms-proxy/hms-proxy/bench/report"
 	"github.com/hms-proxy/hms-proxy/bench/suite"
@@ -61,6 +65,8 @@ func main() {
 		os.Exit(replicasPhase(os.Args[2:]))
 	case "instr":
 		os.Exit(instructions(os.Args[2:]))
+	case "ranger":
+		os.Exit(rangerPhase(os.Args[2:]))
 	}
 	fmt.Fprint(os.Stderr, usage)
 	os.Exit(2)
@@ -110,32 +116,65 @@ func run(args []string) int {
 // benchMetastoreJVM is bench/run.sh's default HMS_PROXY_METASTORE_JVM_OPTS.
 const benchMetastoreJVM = "-Xms512m -Xmx2g -XX:+UseSerialGC -XX:-UsePerfData"
 
-func replicasPhase(args []string) int {
-	fs := flag.NewFlagSet("replicas", flag.ExitOnError)
-	out := fs.String("out", "bench/results", "results folder")
-	work := fs.String("work", ".cache/bench/work", "scratch folder")
-	bin := fs.String("bin", ".cache/bench/bin", "folder with hms-proxy")
-	budget := fs.Duration("budget", 3*time.Minute, "the whole phase")
-	quick := fs.Bool("quick", false, "short smoke run")
-	commit := fs.String("commit", "", "commit shown in the results")
-	_ = fs.Parse(args)
-	start := time.Now()
+// phase holds the flags the phases after `run` share (replicas, ranger).
+type phase struct {
+	fs                     *flag.FlagSet
+	out, work, bin, commit *string
+	budget                 *time.Duration
+	quick                  *bool
+	start                  time.Time
+}
+
+func newPhase(name string) *phase {
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
+	return &phase{fs: fs, out: fs.String("out", "bench/results", "results folder"),
+		work: fs.String("work", ".cache/bench/work", "scratch folder"), bin: fs.String("bin", ".cache/bench/bin", "folder with hms-proxy"),
+		budget: fs.Duration("budget", 3*time.Minute, "the whole phase"), quick: fs.Bool("quick", false, "short smoke run"),
+		commit: fs.String("commit", "", "commit shown in the results")}
+}
+
+// begin parses args and returns the phase's logger. The metastores get
+// bench/run.sh's JVM when a phase runs alone: the test bed's small C1-only
+// heap thrashes under many connections.
+func (p *phase) begin(args []string) func(format string, a ...any) {
+	_ = p.fs.Parse(args)
+	p.start = time.Now()
 	logf := func(format string, a ...any) {
-		fmt.Fprintf(os.Stderr, "[%6.1fs] replicas: %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+		fmt.Fprintf(os.Stderr, "[%6.1fs] %s: %s\n", time.Since(p.start).Seconds(), p.fs.Name(), fmt.Sprintf(format, a...))
 	}
-	// The metastores get bench/run.sh's JVM when run alone: the test bed's
-	// small C1-only heap thrashes under 64 connections of partition reads.
 	if os.Getenv("HMS_PROXY_METASTORE_JVM_OPTS") == "" {
 		_ = os.Setenv("HMS_PROXY_METASTORE_JVM_OPTS", benchMetastoreJVM)
 		logf("HMS_PROXY_METASTORE_JVM_OPTS unset: using %q (as bench/run.sh)", benchMetastoreJVM)
 	}
-	res, err := replicas.Run(replicas.Options{Binary: filepath.Join(*bin, "hms-proxy"), Out: *out, Work: *work,
-		Budget: *budget, Quick: *quick, Commit: *commit, Log: logf})
+	return logf
+}
+
+func replicasPhase(args []string) int {
+	p := newPhase("replicas")
+	logf := p.begin(args)
+	res, err := replicas.Run(replicas.Options{Binary: filepath.Join(*p.bin, "hms-proxy"), Out: *p.out, Work: *p.work,
+		Budget: *p.budget, Quick: *p.quick, Commit: *p.commit, Log: logf})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hms-bench replicas:", err)
 		return 1
 	}
-	logf("results: %s (%.0f s)", filepath.Join(*out, "replicas.md"), res.DurationS)
+	logf("results: %s (%.0f s)", filepath.Join(*p.out, "replicas.md"), res.DurationS)
+	return 0
+}
+
+func rangerPhase(args []string) int {
+	p := newPhase("ranger")
+	template := p.fs.String("policy-template", "security/ranger/testdata/hms_hive-policies.json",
+		"a Ranger ServicePolicies download whose Hive service definition the phase's policies use")
+	logf := p.begin(args)
+	res, err := rangerbench.Run(rangerbench.Options{Binary: filepath.Join(*p.bin, "hms-proxy"), PolicyTemplate: *template,
+		Out: *p.out, Work: *p.work, Budget: *p.budget, Quick: *p.quick, Commit: *p.commit, Log: logf})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hms-bench ranger:", err)
+		return 1
+	}
+	fmt.Print(res.Markdown())
+	logf("results: %s (%.0f s)", filepath.Join(*p.out, "ranger.md"), res.DurationS)
 	return 0
 }
 
