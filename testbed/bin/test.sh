@@ -119,6 +119,6 @@ if ! go test -json -count=1 -timeout 25m "${ORDERED[@]}" 2>&1 | "$CACHE/logs/.te
     -report "$CACHE/logs/go-test-report.txt"; then
   status=1
 fi
-mv "$TIMES.new" "$TIMES"
+[ ! -s "$TIMES.new" ] || mv "$TIMES.new" "$TIMES" # an interrupted run keeps the last whole one
 phase_done test
 exit $status
