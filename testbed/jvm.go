@@ -38,6 +38,7 @@ func startJVM(cmd *exec.Cmd) (*jvm, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	CountLaunch(launchName(cmd))
 	p := &jvm{cmd: cmd, done: make(chan struct{})}
 	live.Lock()
 	live.set[p] = struct{}{}

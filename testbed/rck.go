@@ -90,6 +90,7 @@ func RunRCK(ctx context.Context, o RCKOptions) (RCKResult, error) {
 	cmd.Env = append(os.Environ(), "CATALOG_URI="+o.URI, "CATALOG_WAREHOUSE="+o.Warehouse)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	CountLaunch("RCK JVMs")
 	runErr := cmd.Run()
 	_ = os.WriteFile(filepath.Join(o.Reports, "console.txt"), out.Bytes(), 0o644)
 	res, err := readJUnitReports(o.Reports)

@@ -87,6 +87,7 @@ func RunScenario(client Version, uri string, scenario string, args ...string) ([
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
+	CountLaunch("driver JVMs (RunScenario)")
 	runErr := cmd.Run()
 
 	var steps []Step

@@ -9,7 +9,6 @@ import (
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/e2e/proxytest"
 	"github.com/hms-proxy/hms-proxy/router/dbcache/cachesync"
-	"github.com/hms-proxy/hms-proxy/testbed"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
@@ -26,7 +25,7 @@ import (
 // loses.
 func TestDatabaseWritesThroughOneReplicaInvalidateTheOthers(t *testing.T) {
 	needHive(t)
-	zk := testbed.StartZooKeeperT(t)
+	zk := zooKeeper(t)
 	znode := "/" + uniq("epochs")
 	props := with(catalogProps("catalog1", "catalog2"),
 		"routing.database-cache.zookeeper.connect-string", zk.Addr,

@@ -258,7 +258,7 @@ func handoffs(t *testing.T, c *cluster.Cluster) float64 {
 // /readyz, then back in once it is restarted.
 func TestReplicaKilledMidTraffic(t *testing.T) {
 	needHive(t)
-	zk := testbed.StartZooKeeperT(t)
+	zk := zooKeeper(t)
 	c := startCluster(t, zk, nil)
 	db, tbl := lockTable(t)
 	j := startJava(t, c.URI(), 6, db, tbl)
@@ -298,7 +298,7 @@ func TestReplicaKilledMidTraffic(t *testing.T) {
 // while Hive's retrying clients run through the balancer and lose no call.
 func TestRollingRestartLosesNoCall(t *testing.T) {
 	needHive(t)
-	zk := testbed.StartZooKeeperT(t)
+	zk := zooKeeper(t)
 	c := startCluster(t, zk, nil)
 	db, tbl := lockTable(t)
 	j := startJava(t, c.URI(), 6, db, tbl)

@@ -39,6 +39,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "ha: starting metastores:", errs[0], errs[1])
 	} else {
 		code = m.Run()
+		fmt.Println("ha: launched", testbed.LaunchSummary())
+	}
+	if sharedZK.zk != nil {
+		_ = sharedZK.zk.Stop()
 	}
 	for _, ms := range []*testbed.Metastore{hms1, hms2} {
 		if ms != nil {
@@ -83,4 +87,21 @@ func pause(t *testing.T, ms *testbed.Metastore) (resume func()) {
 	}
 	t.Cleanup(resume)
 	return resume
+}
+
+// sharedZK is the package's ZooKeeper, started by the first test that needs one: no test here stops it, and each
+// keeps its state under its own znode (uniq), so one server serves all of them instead of one started per test.
+var sharedZK struct {
+	once sync.Once
+	zk   *testbed.ZooKeeper
+	err  error
+}
+
+func zooKeeper(t *testing.T) *testbed.ZooKeeper {
+	t.Helper()
+	sharedZK.once.Do(func() { sharedZK.zk, sharedZK.err = testbed.StartZooKeeper() })
+	if sharedZK.err != nil {
+		t.Fatal(sharedZK.err)
+	}
+	return sharedZK.zk
 }

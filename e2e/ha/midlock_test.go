@@ -7,7 +7,6 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/e2e/proxytest"
 	"github.com/hms-proxy/hms-proxy/locks"
-	"github.com/hms-proxy/hms-proxy/testbed"
 	"github.com/hms-proxy/hms-proxy/thriftgen"
 )
 
@@ -25,7 +24,7 @@ import (
 func TestLockOfAReplicaKilledMidCallEndsWithItsSession(t *testing.T) {
 	needHive(t)
 	const session = 6 * time.Second
-	zk := testbed.StartZooKeeperT(t)
+	zk := zooKeeper(t)
 	c := startCluster(t, zk, map[string]string{
 		"synthetic-read-lock.store.zookeeper.session-timeout-ms": "6000",
 	})

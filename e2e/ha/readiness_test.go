@@ -51,7 +51,7 @@ func getReplicaReadyz(t *testing.T, r *cluster.Replica) replicaReadyz {
 // healthy catalogs got "TSocket read 0 bytes".
 func TestOneMetastoreKilledKeepsEveryReplicaInTheBalancer(t *testing.T) {
 	needHive(t)
-	zk := testbed.StartZooKeeperT(t)
+	zk := zooKeeper(t)
 	doomed := testbed.StartMetastoreT(t, testbed.Hive313) // killed below: its own
 	c := startClusterOf(t, zk, nil, cluster.Catalog{Name: "catalog1", URI: hms1.URI},
 		cluster.Catalog{Name: "catalog2", URI: hms2.URI}, cluster.Catalog{Name: "catalog3", URI: doomed.URI})

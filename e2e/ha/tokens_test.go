@@ -29,7 +29,7 @@ func TestDelegationTokenOfAKilledReplicaIsServedByTheOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zk := testbed.StartZooKeeperT(t)
+	zk := zooKeeper(t)
 	const dt = "security.front-door-conf.hive.cluster.delegation."
 	c, err := cluster.Start(cluster.Options{Binary: proxyBinary(t), Dir: t.TempDir(), Replicas: 3,
 		Catalogs: []cluster.Catalog{{Name: "catalog1", URI: hms1.URI}},

@@ -112,7 +112,9 @@ func run(m *testing.M) (int, error) {
 			return 1, e
 		}
 	}
-	return m.Run(), nil
+	code := m.Run()
+	fmt.Println("kerberos e2e: launched", testbed.LaunchSummary())
+	return code, nil
 }
 
 // federation is the proxy of these tests: catalog1 (default) and catalog2 on the Kerberized metastores, the proxy

@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 	} else {
 		hms1, hms2 = ms[0], ms[1]
 		code = m.Run()
+		fmt.Println("resilience: launched", testbed.LaunchSummary())
 	}
 	for _, m := range ms {
 		if m != nil {

@@ -101,6 +101,7 @@ func runPy(t *testing.T, cfg map[string]any, out any) {
 		"AWS_REQUEST_CHECKSUM_CALCULATION=WHEN_REQUIRED", "AWS_RESPONSE_CHECKSUM_VALIDATION=WHEN_REQUIRED", "AWS_EC2_METADATA_DISABLED=true")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	testbed.CountLaunch("PyIceberg runs (pyiceberg_storage.py)")
 	stdout, err := cmd.Output()
 	ls := strings.Split(strings.TrimSpace(string(stdout)), "\n")
 	last := ls[len(ls)-1]

@@ -52,6 +52,9 @@ func TestMain(m *testing.M) {
 	os.Setenv("HADOOP_USER_NAME", proxyUser)
 	startupErr = start()
 	code := m.Run()
+	if s := testbed.LaunchSummary(); s != "" {
+		fmt.Println("storage e2e: launched", s)
+	}
 	for _, ms := range []*testbed.Metastore{hms, krbHMS} {
 		if ms != nil {
 			_ = ms.Stop()

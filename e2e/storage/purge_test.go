@@ -80,13 +80,14 @@ func TestExternalTableDropPurge(t *testing.T) {
 					t.Fatalf("the external table held %v rows before the drop, want 2", res[len(res)-2].Rows)
 				}
 			} else {
-				runSpark(t, spark, steps...)
-				// Spark's own Hadoop has no S3A here: the data files of both tables are put on S3 directly.
+				// Spark's own Hadoop has no S3A here: the data files of both tables are put on S3 directly, before
+				// the tables are created over them (an external table's location may hold data already), so that
+				// one Spark session creates and drops (each session costs a JVM and a SparkContext).
 				seedS3(t, loc+"/part-00000.parquet", loc+"/part-00001.parquet", keep+"/part-00000.parquet")
 				if len(files(t, c.h, loc)) != 2 {
 					t.Fatalf("no data files under %s before the drop", loc)
 				}
-				runSpark(t, spark, drop)
+				runSpark(t, spark, append(steps, drop)...)
 			}
 			waitMetric(t, p.Proxy, 1, "hms_proxy_external_table_purge_total", "catalog", "cat", "result", "deleted")
 			if left := files(t, c.h, loc); len(left) != 0 {

@@ -56,6 +56,7 @@ func runSpark(t *testing.T, cfg map[string]any, steps ...sparkStep) []sparkResul
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	testbed.CountLaunch("Spark sessions (spark_iceberg.py)")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("spark: %v\nstdout: %s\nstderr tail:\n%s", err, out, lines(stderr.String(), 40))

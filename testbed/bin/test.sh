@@ -16,11 +16,10 @@ summary() {
   echo "---- make test timing ----"
   printf '  %s\n' "${PHASES[@]}"
   printf '  %-10s %5ds\n' total "$SECONDS"
-  # The slowest packages (they run two at a time on two cores: their sum over two is about the test phase).
-  if [ -s "$CACHE/logs/go-test.log" ]; then
-    echo "---- slowest packages ----"
-    awk '($1 == "ok" || $1 == "FAIL") && $3 ~ /s$/ { t = $3; sub(/s$/, "", t); printf "  %8.1fs %s %s\n", t, $1, $2; sum += t }
-         END { if (sum) printf "  %8.1fs summed over every package\n", sum }' "$CACHE/logs/go-test.log" | sort -rn | head -16
+  # The slowest packages (they run two at a time on two cores: their sum over two is about the test phase) and the
+  # slowest tests, from the per-test times the run recorded (docs/testbed.md#where-the-time-goes).
+  if [ -s "$CACHE/logs/go-test-report.txt" ]; then
+    cat "$CACHE/logs/go-test-report.txt"
   fi
 }
 trap 'status=$?; summary; exit $status' EXIT
@@ -94,8 +93,32 @@ if ! go vet ./...; then
   status=1
 fi
 phase_done vet
-if ! go test -count=1 -timeout 25m ./... 2>&1 | tee "$CACHE/logs/go-test.log"; then
+# The packages, longest first: go test starts the test binaries in the order given, two at a time (-p defaults to the
+# cores), so the long e2e packages start side by side at once instead of last (./... is alphabetical: e2e/storage, the
+# longest, would start after some twenty others and run alone at the end). The order comes from the last run's
+# per-package times when the cache has them, else from LONG_POLES; packages neither knows follow alphabetically.
+LONG_POLES="e2e/storage e2e/rest e2e/routing e2e/clients e2e/kerberos e2e/compat e2e/policy restcatalog fileio"
+MODULE=$(go list -m)
+TIMES="$CACHE/logs/go-test-times.tsv"
+mapfile -t ORDERED < <(
+  {
+    if [ -s "$TIMES" ]; then
+      awk -F'\t' '$4 == "-" { print $1 "\t" $3 }' "$TIMES" | sort -rn | cut -f2
+    fi
+    for p in $LONG_POLES; do echo "$MODULE/$p"; done
+    go list ./...
+  } | awk '!seen[$0]++' | grep -Fxf <(go list ./...)
+)
+# -json is for the per-test times; testtimes prints the plain output go test shows without it, and keeps the raw
+# stream, the times and the report under $CACHE/logs.
+[ ${#ORDERED[@]} -gt 0 ] || ORDERED=(./...) # go list failed: go test says why
+rm -f "$CACHE/logs/go-test-report.txt"
+go build -o "$CACHE/logs/.testtimes" ./testbed/cmd/testtimes
+if ! go test -json -count=1 -timeout 25m "${ORDERED[@]}" 2>&1 | "$CACHE/logs/.testtimes" \
+    -log "$CACHE/logs/go-test.log" -json "$CACHE/logs/go-test.json" -times "$TIMES.new" \
+    -report "$CACHE/logs/go-test-report.txt"; then
   status=1
 fi
+[ ! -s "$TIMES.new" ] || mv "$TIMES.new" "$TIMES" # an interrupted run keeps the last whole one
 phase_done test
 exit $status

@@ -56,6 +56,8 @@ func Main(m *testing.M) int {
 	} else {
 		code = m.Run()
 	}
+	// What the package started, counted (docs/testbed.md#where-the-time-goes): a plain run prints it too.
+	fmt.Println("e2e: launched", testbed.LaunchSummary())
 	StopSharedZooKeeper()
 	StopSharedKeycloak()
 	for _, ms := range []*testbed.Metastore{HMS1, HMS2, HMS4} {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hms-proxy/hms-proxy/app"
 	"github.com/hms-proxy/hms-proxy/e2e/proxytest"
+	"github.com/hms-proxy/hms-proxy/testbed"
 )
 
 // RestProxy is a proxy with its REST listener on a free loopback port.
@@ -115,6 +116,7 @@ func RestPy(t *testing.T, cfg map[string]any, out any) {
 	cmd.Env = append(env, "PYICEBERG_HOME="+t.TempDir(), "PYTHONDONTWRITEBYTECODE=1")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	testbed.CountLaunch("PyIceberg runs (pyiceberg_rest.py)")
 	stdout, err := cmd.Output()
 	lines := strings.Split(strings.TrimSpace(string(stdout)), "\n")
 	last := lines[len(lines)-1]

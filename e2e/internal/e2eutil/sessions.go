@@ -33,6 +33,7 @@ func RunJavaFile(t *testing.T, v testbed.Version, env []string, file string, arg
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	testbed.CountLaunch("Java client JVMs (" + file + ")")
 	out, err := cmd.Output()
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if err != nil {

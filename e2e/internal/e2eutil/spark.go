@@ -70,6 +70,7 @@ func RunSparkEnv(t *testing.T, env []string, phases ...SparkPhase) [][]SparkResu
 	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "SPARK_LOCAL_IP=127.0.0.1", "PYSPARK_PYTHON="+py), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	testbed.CountLaunch("Spark sessions (spark_sql.py)")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
