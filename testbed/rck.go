@@ -169,7 +169,7 @@ func PrepareREST() error {
 			if _, err := TrinoJava(); err != nil {
 				return err
 			}
-			_, err := trinoDist()
+			_, err := trinoDist(false)
 			return err
 		}},
 		{"Iceberg's Spark runtime", func() error { _, err := MavenArtifact(IcebergSparkRuntime); return err }},

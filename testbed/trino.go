@@ -37,6 +37,9 @@ type TrinoOptions struct {
 	Catalogs map[string]map[string]string
 	// JVM are more JVM options (a trust store, for one).
 	JVM []string
+	// HivePlugin keeps Trino's Hive connector next to the Iceberg one (a catalog with connector.name=hive, a Thrift
+	// client of a metastore). Its unpacked server is a cache entry of its own.
+	HivePlugin bool
 }
 
 // TrinoJava finds a JDK Trino TrinoVersion runs on (24 or later), or says what is missing.
@@ -56,9 +59,15 @@ func TrinoJava() (string, error) {
 		"(Debian's openjdk is 17; install a Temurin 25, e.g. /usr/lib/jvm/temurin-25-jdk-amd64)", TrinoVersion)
 }
 
-// trinoDist returns the unpacked server with only the Iceberg plugin, preparing it on first use.
-func trinoDist() (string, error) {
-	return cached(filepath.Join(Cache(), "trino", TrinoVersion+"-iceberg"), func(dir string) error {
+// trinoDist returns the unpacked server with only the Iceberg plugin (and the Hive one with hive), preparing it on
+// first use.
+func trinoDist(hive bool) (string, error) {
+	keep := map[string]bool{"iceberg": true, "hive": hive}
+	name := TrinoVersion + "-iceberg"
+	if hive {
+		name += "-hive"
+	}
+	return cached(filepath.Join(Cache(), "trino", name), func(dir string) error {
 		tgz, err := MavenArtifact("io.trino:trino-server:" + TrinoVersion + ":tar.gz")
 		if err != nil {
 			return err
@@ -72,7 +81,7 @@ func trinoDist() (string, error) {
 			return err
 		}
 		for _, p := range plugins {
-			if p.Name() != "iceberg" {
+			if !keep[p.Name()] {
 				if err := os.RemoveAll(filepath.Join(dir, "plugin", p.Name())); err != nil {
 					return err
 				}
@@ -91,7 +100,7 @@ func StartTrino(o TrinoOptions) (*Trino, error) {
 	if err != nil {
 		return nil, err
 	}
-	dist, err := trinoDist()
+	dist, err := trinoDist(o.HivePlugin)
 	if err != nil {
 		return nil, err
 	}
