@@ -16,8 +16,9 @@ import (
 	"time"
 )
 
-// Trino, a real engine whose Iceberg connector is a client of the REST catalog: io.trino:trino-server from Maven
-// Central (a tarball), unpacked once into the cache with only the Iceberg plugin kept, run with the launcher on a
+// Trino, a real engine whose Iceberg connector is a client of the REST catalog (and, with TrinoOptions.HivePlugin,
+// whose Hive connector is a Thrift client of a metastore): io.trino:trino-server from Maven Central (a tarball),
+// unpacked once into the cache with only the Iceberg plugin kept (or Iceberg and Hive), run with the launcher on a
 // JDK it accepts (Trino 476 needs Java 24 or later: the machine's Temurin 25). Each instance has its own etc/ and
 // data/ and one catalog file per Iceberg catalog it is given.
 
