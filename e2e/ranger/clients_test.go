@@ -33,7 +33,10 @@ func clientWorld(t *testing.T) *world {
 }
 
 // hs2As runs statements through HiveServer2 as user over Hive JDBC 4.1.0
-// (testdata/Hs2As.java) and returns one answer per statement: "ok <first
+// (testdata/Hs2As.java: the connection's user property, as beeline -n
+// passes it; e2eutil's Hs2Steps.java connects as "hive", and a user=
+// session variable in its URL does not override that: measured, the
+// session was "hive") and returns one answer per statement: "ok <first
 // column of the rows>" or "error <message>".
 func hs2As(t *testing.T, hs2 *testbed.HiveServer2, user string, stmts ...string) []string {
 	t.Helper()
