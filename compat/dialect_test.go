@@ -67,3 +67,25 @@ func decode(t *testing.T, body []byte, s thrift.TStruct) error {
 	buf.Write(body)
 	return s.Read(context.Background(), thrift.NewTBinaryProtocolConf(buf, nil))
 }
+
+// Touches' bit filter never hides a method the dialect changes: for every
+// runtime and method it answers what the plans say.
+func TestTouchesAgreesWithThePlans(t *testing.T) {
+	for _, rt := range Runtimes() {
+		d, err := NewDialect(rt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d == nil {
+			continue
+		}
+		for _, m := range thriftgen.AllMethods() {
+			if got, want := d.Touches(m.Name, false), !d.args[m.Name].Empty(); got != want {
+				t.Errorf("%s: Touches(%s, args) = %v, want %v", rt.Name, m.Name, got, want)
+			}
+			if got, want := d.Touches(m.Name, true), !d.results[m.Name].Empty(); got != want {
+				t.Errorf("%s: Touches(%s, result) = %v, want %v", rt.Name, m.Name, got, want)
+			}
+		}
+	}
+}

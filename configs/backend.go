@@ -46,7 +46,7 @@ func backendClientFeature() *feature {
 				bind:    func(c *Config, m match) any { return &catalogOf(c, m).BackendCatalogName }}),
 			hiveConfKey("hive.metastore.client.socket.timeout", "metastore.client.socket.timeout", &keyDef{
 				typ: hiveSeconds, def: "600s", example: "5m",
-				meaning: "read timeout on backend connections",
+				meaning: "read timeout on backend connections (it may fire up to a sixteenth of itself, at most 250 ms, late, as may a call's latency budget: a session moves its socket deadline only that often)",
 				bind:    func(c *Config, m match) any { return &catalogOf(c, m).SocketTimeout }}),
 			hiveConfKey("hive.metastore.client.connection.timeout", "metastore.client.connection.timeout", &keyDef{
 				typ: hiveSeconds, defOf: "catalog.<catalog>.conf.hive.metastore.client.socket.timeout", example: "20s",

@@ -39,6 +39,7 @@ func featureTable() []*feature {
 		withStatus(storageFeature(), StatusImplemented),
 		withStatus(restCatalogFeature(), StatusImplemented),
 		withStatus(rangerFeature(), StatusImplemented),
+		withStatus(rangerAuditFeature(), StatusRefused),
 		withStatus(auditFeature(), StatusImplemented),
 		withStatus(loggingFeature(), StatusImplemented),
 	}

@@ -84,9 +84,32 @@ func rangerKeys(prefix string, field func(c *Config, m match) *RangerPluginConfi
 		k("ssl.truststore.file", strT{}, "", "/etc/security/truststore.jks", "truststore for an https Ranger Admin", func(r *RangerPluginConfig) any { return &r.TruststoreFile }),
 		password,
 		k("config-dir", strT{}, "", "/etc/ranger/hms-proxy", "directory of ranger-*.xml plugin files", func(r *RangerPluginConfig) any { return &r.ConfigDir }),
-		k("audit.enabled", boolT{}, "false", "true", "send Ranger audit events", func(r *RangerPluginConfig) any { return &r.AuditEnabled }),
 		newKey(k("cluster-name", strT{}, "", "prod-east", "cluster name sent to Ranger Admin with each download", func(r *RangerPluginConfig) any { return &r.ClusterName })),
 		newKey(k("ignore-tag-policies", boolT{}, "false", "true", "enforce a service's resource policies although its tag-based policies are not evaluated (otherwise the plugin is not ready)", func(r *RangerPluginConfig) any { return &r.IgnoreTagPolicies })),
+	}
+}
+
+// rangerAuditFeature is ranger.audit.enabled and its per-catalog form:
+// sending Ranger-format audit events to Ranger's audit stores. It is not
+// built (the proxy's own audit record carries the Ranger decision and the
+// deciding policy), so asking for it refuses start instead of an operator
+// believing Ranger's audit receives events it never gets.
+func rangerAuditFeature() *feature {
+	key := func(pattern, def, defOf, meaning string, field func(c *Config, m match) *RangerPluginConfig) *keyDef {
+		return &keyDef{pattern: pattern, typ: boolT{}, def: def, defOf: defOf, example: "true", meaning: meaning,
+			gate: gateNonDefault, bind: func(c *Config, m match) any { return &field(c, m).AuditEnabled }}
+	}
+	return &feature{
+		id: "ranger-audit", title: "Ranger-format audit events (ranger.audit.enabled)",
+		on: func(c *Config) bool {
+			return c.Ranger.Enabled || anyCatalog(c, func(cat *CatalogConfig) bool { return cat.Ranger.Enabled })
+		},
+		off:  offBecause("ranger.enabled=false and no catalog.<name>.ranger.enabled=true"),
+		loss: "let Ranger's audit stores miss every decision (the proxy's audit log, audit.*, records each Ranger decision and its policy id)",
+		keys: []*keyDef{
+			key("ranger.audit.enabled", "false", "", "send Ranger audit events to Ranger's audit stores", func(c *Config, _ match) *RangerPluginConfig { return &c.Ranger }),
+			key("catalog.<catalog>.ranger.audit.enabled", "", "ranger.audit.enabled", "this catalog's send Ranger audit events to Ranger's audit stores", func(c *Config, m match) *RangerPluginConfig { return &catalogOf(c, m).Ranger }),
+		},
 	}
 }
 

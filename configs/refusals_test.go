@@ -78,6 +78,14 @@ func TestKeysThatDidNothingRefuse(t *testing.T) {
 		{key: "ranger.enabled", value: "true", // built: enforced by the router's authorization link
 			also: map[string]string{"ranger.policy.rest.url": "http://r:6080", "ranger.service-name": "s"}},
 		{key: "ranger.enabled", value: "false"},
+		// Ranger-format audit events are not built: asked for, they refuse start
+		// (the proxy's own audit record carries the decision and the policy)
+		{key: "ranger.audit.enabled", value: "true", refused: true,
+			also: map[string]string{"ranger.enabled": "true", "ranger.policy.rest.url": "http://r:6080", "ranger.service-name": "s"}},
+		{key: "ranger.audit.enabled", value: "false",
+			also: map[string]string{"ranger.enabled": "true", "ranger.policy.rest.url": "http://r:6080", "ranger.service-name": "s"}},
+		{key: "catalog.catalog2.ranger.audit.enabled", value: "true", refused: true,
+			also: map[string]string{"catalog.catalog2.ranger.enabled": "true", "catalog.catalog2.ranger.policy.rest.url": "http://r:6080", "catalog.catalog2.ranger.service-name": "s"}},
 		{key: "catalog.catalog2.ranger.enabled", value: "TRUE",
 			also: map[string]string{"catalog.catalog2.ranger.policy.rest.url": "http://r:6080", "catalog.catalog2.ranger.service-name": "s"}},
 		{key: "guard.transactional-ddl.mode", value: "REJECT_TRANSACTIONAL"},

@@ -149,6 +149,11 @@ var fixtures = map[string]fixture{
 	"ranger.enabled":                      {after: map[string]string{"ranger.policy.rest.url": "http://r:6080", "ranger.service-name": "s"}},
 	"catalog.<catalog>.ranger.enabled": {after: map[string]string{
 		"catalog.catalog1.ranger.policy.rest.url": "http://r:6080", "catalog.catalog1.ranger.service-name": "s"}},
+	// Ranger's audit asks for something only while Ranger is on
+	"ranger.audit.enabled": {before: map[string]string{
+		"ranger.enabled": "true", "ranger.policy.rest.url": "http://r:6080", "ranger.service-name": "s"}},
+	"catalog.<catalog>.ranger.audit.enabled": {before: map[string]string{
+		"catalog.catalog1.ranger.enabled": "true", "catalog.catalog1.ranger.policy.rest.url": "http://r:6080", "catalog.catalog1.ranger.service-name": "s"}},
 }
 
 func init() {

@@ -122,7 +122,7 @@ func serverFeature() *feature {
 				meaning: "most client calls in flight at once on this listener (what a full Thrift worker pool bounds); a call beyond it waits in a queue of the same size for at most 30 s, then is refused with a TApplicationException saying the listener is busy (`hms_proxy_frontend_refused_total{reason=\"busy\"}`); idle connections take no worker",
 				bind:    func(c *Config, _ match) any { return &s(c).MaxWorkerThreads }},
 			{pattern: "server.client-socket-timeout-ms", typ: millis(0), def: "600000", example: "30000",
-				meaning: "read timeout while waiting for the next request on a connection; `0` = none",
+				meaning: "read timeout while waiting for the next request on a connection (it may close the connection up to a sixteenth of itself, at most 250 ms, late: a busy connection moves its deadline only that often); `0` = none",
 				bind:    func(c *Config, _ match) any { return &s(c).ClientSocketTimeout }},
 			{pattern: "server.tcp-keepalive", typ: boolT{}, def: "true", example: "false",
 				meaning: "SO_KEEPALIVE on accepted connections",

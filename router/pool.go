@@ -101,9 +101,10 @@ type session struct {
 	r      *bufio.Reader
 	w      *bufio.Writer
 	addr   string
-	rd     *wire.Reader // unframed replies (r for framed ones)
-	reply  wire.Message // the last reply; valid until the session is given back
-	idle   time.Time    // when it was last given back (CloseIdle)
+	rd     *wire.Reader  // unframed replies (r for framed ones)
+	reply  wire.Message  // the last reply; valid until the session is given back
+	idle   time.Time     // when it was last given back (CloseIdle)
+	by     wire.Deadline // conn's deadline, moved only past a slack (send)
 	// retire: why the last reply leaves the session unfit for another
 	// call (sessions.go: the metastore's thread may hold an open
 	// transaction, changed settings, or be out of step after a
@@ -343,6 +344,7 @@ func (b *Backend) receive(ctx context.Context, p *pending, paused time.Duration,
 		if !p.sockBy.IsZero() {
 			if now := time.Now(); now.After(p.sockBy) {
 				_ = p.s.conn.SetReadDeadline(now.Add(settle))
+				p.s.by.Forget()
 			}
 		}
 		reply, err = b.receiveOn(ctx, p.s, p.name, rw)
@@ -375,13 +377,25 @@ func (b *Backend) send(s *session, req []byte, callDeadline time.Time) (name []b
 		return nil, time.Time{}, fmt.Errorf("catalog %s: internal error: a request without a strict CALL header", b.opt.Catalog)
 	}
 	s.seq++
+	// The deadline a session's socket has is moved only once it is a slack
+	// old (wire.Deadline): a round trip times out at most a sixteenth of its
+	// timeout (at most 250 ms) late, never early, and most calls reset no
+	// timer.
 	deadline = callDeadline
+	var now time.Time
+	if b.opt.SocketTimeout > 0 || !deadline.IsZero() {
+		now = time.Now()
+	}
 	if b.opt.SocketTimeout > 0 {
-		if d := time.Now().Add(b.opt.SocketTimeout); deadline.IsZero() || d.Before(deadline) {
+		if d := now.Add(b.opt.SocketTimeout); deadline.IsZero() || d.Before(deadline) {
 			deadline = d
 		}
 	}
-	_ = s.conn.SetDeadline(deadline)
+	var timeout time.Duration
+	if !deadline.IsZero() {
+		timeout = deadline.Sub(now)
+	}
+	deadline = s.by.Set(s.conn, false, deadline, timeout)
 	if b.opt.Framed {
 		err = wire.WriteFramed(s.w, req)
 	} else {
@@ -400,7 +414,11 @@ func (b *Backend) receiveOn(ctx context.Context, s *session, name []byte, rw *Re
 		// Cancellation (a fan-out whose other leg failed) interrupts the
 		// blocked read; the session is then closed by the caller.
 		stop := context.AfterFunc(ctx, func() { _ = s.conn.SetDeadline(time.Unix(1, 0)) })
-		defer stop()
+		defer func() {
+			if !stop() {
+				s.by.Forget() // the deadline in the past was set
+			}
+		}()
 	}
 	var m *wire.Message
 	var err error
