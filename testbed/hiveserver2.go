@@ -38,6 +38,10 @@ type HiveServer2Options struct {
 	// this test bed: with HiveServer2's warehouse root equal to the metastore's, inserts into transactional tables
 	// read back empty, directly as through the proxy.)
 	Warehouse, ExternalWarehouse string
+	// DoAs runs each session's work as its JDBC user (hive.server2.enable.doAs=true): HiveServer2 opens the session's
+	// metastore client inside that user's (proxy) UGI, so the metastore sees the JDBC user by set_ugi rather than
+	// HiveServer2's own. False (the default): every session is HiveServer2's process user.
+	DoAs bool
 	// Conf are more hive-site.xml settings, key=value.
 	Conf []string
 }
@@ -71,7 +75,7 @@ func (o HiveServer2Options) conf(dir string, port int) []string {
 		"hive.server2.thrift.bind.host=127.0.0.1",
 		"hive.server2.thrift.port=" + strconv.Itoa(port),
 		"hive.server2.webui.port=0",
-		"hive.server2.enable.doAs=false",
+		"hive.server2.enable.doAs=" + strconv.FormatBool(o.DoAs),
 		"hive.server2.max.start.attempts=1",
 		"hive.async.log.enabled=false",
 		// the metastore refuses notification reads to users that are not its proxy users; nothing here caches events

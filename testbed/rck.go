@@ -156,9 +156,10 @@ func readJUnitReports(dir string) (RCKResult, error) {
 }
 
 // PrepareREST fetches and builds, once, everything the Iceberg REST tests and make demo run besides the metastores:
-// the compatibility kit's jars, Keycloak (built, with its realm template), Trino with its Iceberg plugin (when a
-// JDK it runs on exists), Iceberg's Spark runtime, and the PyIceberg and PySpark virtualenvs. make test calls it
-// before the tests, so no test spends its time limit on downloads.
+// the compatibility kit's jars, Keycloak (built, with its realm template), Trino unpacked twice, with its Iceberg
+// plugin and with the Iceberg and Hive plugins (when a JDK it runs on exists), Iceberg's Spark runtime, and the
+// PyIceberg and PySpark virtualenvs. make test calls it before the tests, so no test spends its time limit on
+// downloads.
 func PrepareREST() error {
 	steps := []struct {
 		what string
@@ -170,7 +171,10 @@ func PrepareREST() error {
 			if _, err := TrinoJava(); err != nil {
 				return err
 			}
-			_, err := trinoDist()
+			if _, err := trinoDist(false); err != nil {
+				return err
+			}
+			_, err := trinoDist(true) // the same tarball, unpacked with the Hive plugin too
 			return err
 		}},
 		{"Iceberg's Spark runtime", func() error { _, err := MavenArtifact(IcebergSparkRuntime); return err }},

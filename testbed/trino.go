@@ -16,8 +16,9 @@ import (
 	"time"
 )
 
-// Trino, a real engine whose Iceberg connector is a client of the REST catalog: io.trino:trino-server from Maven
-// Central (a tarball), unpacked once into the cache with only the Iceberg plugin kept, run with the launcher on a
+// Trino, a real engine whose Iceberg connector is a client of the REST catalog (and, with TrinoOptions.HivePlugin,
+// whose Hive connector is a Thrift client of a metastore): io.trino:trino-server from Maven Central (a tarball),
+// unpacked once into the cache with only the Iceberg plugin kept (or Iceberg and Hive), run with the launcher on a
 // JDK it accepts (Trino 476 needs Java 24 or later: the machine's Temurin 25). Each instance has its own etc/ and
 // data/ and one catalog file per Iceberg catalog it is given.
 
@@ -37,6 +38,9 @@ type TrinoOptions struct {
 	Catalogs map[string]map[string]string
 	// JVM are more JVM options (a trust store, for one).
 	JVM []string
+	// HivePlugin keeps Trino's Hive connector next to the Iceberg one (a catalog with connector.name=hive, a Thrift
+	// client of a metastore). Its unpacked server is a cache entry of its own.
+	HivePlugin bool
 }
 
 // TrinoJava finds a JDK Trino TrinoVersion runs on (24 or later), or says what is missing.
@@ -56,9 +60,15 @@ func TrinoJava() (string, error) {
 		"(Debian's openjdk is 17; install a Temurin 25, e.g. /usr/lib/jvm/temurin-25-jdk-amd64)", TrinoVersion)
 }
 
-// trinoDist returns the unpacked server with only the Iceberg plugin, preparing it on first use.
-func trinoDist() (string, error) {
-	return cached(filepath.Join(Cache(), "trino", TrinoVersion+"-iceberg"), func(dir string) error {
+// trinoDist returns the unpacked server with only the Iceberg plugin (and the Hive one with hive), preparing it on
+// first use.
+func trinoDist(hive bool) (string, error) {
+	keep := map[string]bool{"iceberg": true, "hive": hive}
+	name := TrinoVersion + "-iceberg"
+	if hive {
+		name += "-hive"
+	}
+	return cached(filepath.Join(Cache(), "trino", name), func(dir string) error {
 		tgz, err := MavenArtifact("io.trino:trino-server:" + TrinoVersion + ":tar.gz")
 		if err != nil {
 			return err
@@ -72,7 +82,7 @@ func trinoDist() (string, error) {
 			return err
 		}
 		for _, p := range plugins {
-			if p.Name() != "iceberg" {
+			if !keep[p.Name()] {
 				if err := os.RemoveAll(filepath.Join(dir, "plugin", p.Name())); err != nil {
 					return err
 				}
@@ -91,7 +101,7 @@ func StartTrino(o TrinoOptions) (*Trino, error) {
 	if err != nil {
 		return nil, err
 	}
-	dist, err := trinoDist()
+	dist, err := trinoDist(o.HivePlugin)
 	if err != nil {
 		return nil, err
 	}
