@@ -164,8 +164,10 @@ func TestDefectErrorTextsUseExternalNames(t *testing.T) {
 // message), and the operator's log has one WARN line per kind of refusal
 // naming method, catalog and reason. add_dynamic_partitions declares only
 // the transaction exceptions and is write-id business of the default
-// catalog; a lock component marked transactional inside a transaction is an
-// ACID write, and lock declares no MetaException.
+// catalog. A lock component marked transactional inside a transaction is an
+// ACID write, and lock declares no MetaException: its refusal aborts the
+// client's transaction (HiveServer2 would otherwise leave it open) and
+// answers the TxnAbortedException lock declares, with the same text.
 func TestRefusalsOfRPCsWithoutMetaExceptionAreApplicationExceptions(t *testing.T) {
 	e2eutil.NeedHive(t)
 	p := proxytest.Start(t, e2eutil.TwoCatalogs())
@@ -190,7 +192,13 @@ func TestRefusalsOfRPCsWithoutMetaExceptionAreApplicationExceptions(t *testing.T
 		for i := 0; i < 3; i++ {
 			err := call()
 			var ae thrift.TApplicationException
-			if !errors.As(err, &ae) || !strings.Contains(ae.Error(), "catalog2") {
+			var aborted *thriftgen.TxnAbortedException
+			switch {
+			case method == "lock":
+				if !errors.As(err, &aborted) || !strings.Contains(aborted.Message, "catalog2") {
+					t.Fatalf("lock on catalog2 inside a transaction: want a TxnAbortedException naming catalog2, got %T %v", err, err)
+				}
+			case !errors.As(err, &ae) || !strings.Contains(ae.Error(), "catalog2"):
 				t.Fatalf("%s on catalog2: want a TApplicationException naming catalog2, got %T %v", method, err, err)
 			}
 			if i == 0 {
