@@ -1,9 +1,7 @@
 package clients
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -25,27 +23,7 @@ const hs2Txn = "hive.support.concurrency=true;hive.txn.manager=org.apache.hadoop
 // and returns one answer per statement: "ok", "ok <rows>" or "error <message>".
 func hs2Statements(t *testing.T, hs2 *testbed.HiveServer2, conf string, stmts ...string) []string {
 	t.Helper()
-	run, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	args := append([]string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-D" + testbed.RunProperty + "=" + testbed.RunID(), "-cp", testbed.HiveServer2ClientClassPath(),
-		e2eutil.Testdata("Hs2Steps.java"), hs2.JDBC + "?" + conf}, stmts...)
-	cmd := exec.CommandContext(run, "java", args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if err != nil || len(lines) != len(stmts) {
-		tail := stderr.String()
-		if len(tail) > 3000 {
-			tail = tail[len(tail)-3000:]
-		}
-		t.Fatalf("Hs2Steps.java: %v, %d answers to %d statements:\n%s\nstderr tail:\n%s", err, len(lines), len(stmts), out, tail)
-	}
-	for i, l := range lines {
-		t.Logf("%s\n    -> %s", stmts[i], l)
-	}
-	return lines
+	return e2eutil.RunJDBC(t, e2eutil.Testdata("Hs2Steps.java"), "", []string{hs2.JDBC + "?" + conf}, stmts...)
 }
 
 // answered asserts one answer of hs2Statements: want is "ok [rows]", or

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hms-proxy/hms-proxy/e2e/internal/e2eutil"
 	"github.com/hms-proxy/hms-proxy/testbed"
 )
 
@@ -40,27 +40,7 @@ func clientWorld(t *testing.T) *world {
 // column of the rows>" or "error <message>".
 func hs2As(t *testing.T, hs2 *testbed.HiveServer2, user string, stmts ...string) []string {
 	t.Helper()
-	run, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	args := append([]string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-D" + testbed.RunProperty + "=" + testbed.RunID(), "-cp", testbed.HiveServer2ClientClassPath(),
-		filepath.Join("testdata", "Hs2As.java"), hs2.JDBC, user}, stmts...)
-	cmd := exec.CommandContext(run, "java", args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if err != nil || len(lines) != len(stmts) {
-		tail := stderr.String()
-		if len(tail) > 3000 {
-			tail = tail[len(tail)-3000:]
-		}
-		t.Fatalf("Hs2As.java as %s: %v, %d answers to %d statements:\n%s\nstderr tail:\n%s", user, err, len(lines), len(stmts), out, tail)
-	}
-	for i, l := range lines {
-		t.Logf("[%s] %s\n    -> %s", user, stmts[i], l)
-	}
-	return lines
+	return e2eutil.RunJDBC(t, filepath.Join("testdata", "Hs2As.java"), user, []string{hs2.JDBC, user}, stmts...)
 }
 
 // listed is the names of an "ok a; b" answer, sorted.

@@ -45,3 +45,39 @@ func RunJavaFile(t *testing.T, v testbed.Version, env []string, file string, arg
 	}
 	return lines
 }
+
+// RunJDBC runs a single-file Java program that sends SQL statements to
+// HiveServer2 over Hive JDBC 4.1.0 (program: its path; args go before the
+// statements) and returns its one answer per statement: "ok", "ok <rows>"
+// or "error <message>". label names the session in the test log (a user,
+// or "" for the program's own). It fails the test when the program fails or
+// answers a different number of lines than statements.
+func RunJDBC(t *testing.T, program, label string, args []string, stmts ...string) []string {
+	t.Helper()
+	run, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	jargs := append([]string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-D" + testbed.RunProperty + "=" + testbed.RunID(), "-cp", testbed.HiveServer2ClientClassPath(), program}, args...)
+	cmd := exec.CommandContext(run, "java", append(jargs, stmts...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	name := filepath.Base(program)
+	testbed.CountLaunch("JDBC client JVMs (" + name + ")")
+	out, err := cmd.Output()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err != nil || len(lines) != len(stmts) {
+		tail := stderr.String()
+		if len(tail) > 3000 {
+			tail = tail[len(tail)-3000:]
+		}
+		t.Fatalf("%s %s: %v, %d answers to %d statements:\n%s\nstderr tail:\n%s", name, label, err, len(lines), len(stmts), out, tail)
+	}
+	for i, l := range lines {
+		if label != "" {
+			t.Logf("[%s] %s\n    -> %s", label, stmts[i], l)
+		} else {
+			t.Logf("%s\n    -> %s", stmts[i], l)
+		}
+	}
+	return lines
+}
