@@ -100,7 +100,7 @@ func rangerAuditFeature() *feature {
 			gate: gateNonDefault, bind: func(c *Config, m match) any { return &field(c, m).AuditEnabled }}
 	}
 	return &feature{
-		id: "ranger-audit", title: "Ranger-format audit events (ranger.audit.enabled)",
+		id: "ranger-audit", title: "Sending Ranger-format audit events",
 		on: func(c *Config) bool {
 			return c.Ranger.Enabled || anyCatalog(c, func(cat *CatalogConfig) bool { return cat.Ranger.Enabled })
 		},
