@@ -608,18 +608,19 @@ func TestRangerSharedCachesFilteredPerCaller(t *testing.T) {
 func TestRangerPerCatalogService(t *testing.T) {
 	const hxService = "hms_e2e_hx"
 	w := newWorld(t, "catalog.hx.ranger.service-name="+hxService)
-	w.admin.SetPolicies(hxService, []byte(strings.Replace(string(servicePolicies(t, 1,
-		policy{id: 40, db: w.fin, table: "*", users: []string{"alice"}, access: []string{"select"}})), `"serviceName":"`+service+`"`, `"serviceName":"`+hxService+`"`, 1)))
-	w.admin.SetRoles(hxService, []byte(`{"serviceName":"`+hxService+`","roleVersion":1,"rangerRoles":[]}`))
 	ctx := e2eutil.Ctx(t)
 	// The proxy started before hx's service had policies: its catalog
-	// refuses until a download brings them.
+	// refuses until a download brings them. (Asked before the policies
+	// exist, so a poll of the plugin cannot race the refusal.)
 	alice := w.as(t, "alice")
 	_, err := alice.GetAllDatabases(ctx)
 	var me *thriftgen.MetaException
 	if !errors.As(err, &me) || !strings.Contains(me.Message, hxService) {
 		t.Fatalf("before hx's service had policies: %v; want a refusal naming %s", err, hxService)
 	}
+	w.admin.SetPolicies(hxService, []byte(strings.Replace(string(servicePolicies(t, 1,
+		policy{id: 40, db: w.fin, table: "*", users: []string{"alice"}, access: []string{"select"}})), `"serviceName":"`+service+`"`, `"serviceName":"`+hxService+`"`, 1)))
+	w.admin.SetRoles(hxService, []byte(`{"serviceName":"`+hxService+`","roleVersion":1,"rangerRoles":[]}`))
 	for _, pl := range w.p.RangerPlugins() {
 		if err := pl.Refresh(ctx); err != nil {
 			t.Fatal(err)
