@@ -22,10 +22,14 @@ import (
 
 // jvm is a started Java process in its own process group, killed with its parent (Pdeathsig).
 type jvm struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // set when done is closed
+	cmd     *exec.Cmd
+	done    chan struct{}
+	err     error         // set when done is closed
+	archive *classArchive // the class-data archive it writes at its exit, if any (cds.go)
 }
+
+// archiveGrace is how long stop waits after SIGTERM for a JVM that writes its class-data archive at exit.
+const archiveGrace = time.Minute
 
 var live = struct {
 	sync.Mutex
@@ -35,16 +39,24 @@ var live = struct {
 func startJVM(cmd *exec.Cmd) (*jvm, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	watchSignals()
+	var archive *classArchive
+	if filepath.Base(cmd.Path) == "java" {
+		var args []string
+		args, archive = withClassArchive(cmd.Path, cmd.Args[1:])
+		cmd.Args = append([]string{cmd.Args[0]}, args...)
+	}
 	if err := cmd.Start(); err != nil {
+		archive.publish(nil)
 		return nil, err
 	}
 	CountLaunch(launchName(cmd))
-	p := &jvm{cmd: cmd, done: make(chan struct{})}
+	p := &jvm{cmd: cmd, done: make(chan struct{}), archive: archive}
 	live.Lock()
 	live.set[p] = struct{}{}
 	live.Unlock()
 	go func() {
 		p.err = cmd.Wait()
+		archive.publish(cmd.ProcessState)
 		live.Lock()
 		delete(live.set, p)
 		live.Unlock()
@@ -62,8 +74,12 @@ func (p *jvm) exited() bool {
 	}
 }
 
-// stop sends SIGTERM to the process group, then SIGKILL after grace, and waits for the exit.
+// stop sends SIGTERM to the process group, then SIGKILL after grace (longer for a JVM writing its class-data
+// archive; a grace of 0 is a kill), and waits for the exit.
 func (p *jvm) stop(grace time.Duration) {
+	if p.archive != nil && grace > 0 && grace < archiveGrace {
+		grace = archiveGrace
+	}
 	pgid := p.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	select {

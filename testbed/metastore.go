@@ -380,7 +380,7 @@ func siteXML(kvs []string) []byte {
 	return []byte(b.String())
 }
 
-// conf returns the metastore settings, written to Dir/conf/metastore-site.xml (first on the classpath). A file and
+// conf returns the metastore settings, written to Dir/conf/metastore-site.xml (last on the classpath). A file and
 // not --hiveconf: the CLI also turns --hiveconf into system properties, and DataNucleus 6 then fails on numeric
 // datanucleus.* keys ("NumberFormatException: Cannot parse null string").
 func (m *Metastore) conf() []string {
@@ -511,8 +511,8 @@ func (m *Metastore) start() error {
 	return nil
 }
 
-// classpath is conf, Hive's lib folder (all of it, or every jar but the excluded ones), a storage lib folder and
-// hive-exec for 3.1.3.
+// classpath is Hive's lib folder (all of it, or every jar but the excluded ones), a storage lib folder, hive-exec
+// for 3.1.3 and conf.
 func (m *Metastore) classpath() (string, error) {
 	sep := string(filepath.ListSeparator)
 	st := m.storage
@@ -520,10 +520,13 @@ func (m *Metastore) classpath() (string, error) {
 	if m.notificationJar != "" {
 		extra += sep + m.notificationJar
 	}
+	// conf goes last: no jar holds a *-site.xml, and a directory after the jars keeps the class-data archive
+	// (cds.go) usable by every metastore of the version.
+	conf := sep + filepath.Join(m.Dir, "conf")
 	if st == nil {
-		return filepath.Join(m.Dir, "conf") + sep + filepath.Join(libDir(m.Version), "*") + extra, nil
+		return filepath.Join(libDir(m.Version), "*") + extra + conf, nil
 	}
-	parts := []string{filepath.Join(m.Dir, "conf")}
+	var parts []string
 	if len(st.Exclude) == 0 {
 		parts = append(parts, filepath.Join(libDir(m.Version), "*"))
 	} else {
@@ -544,7 +547,7 @@ func (m *Metastore) classpath() (string, error) {
 	if st.LibDir != "" {
 		parts = append(parts, filepath.Join(st.LibDir, "*"))
 	}
-	return strings.Join(parts, sep) + extra, nil
+	return strings.Join(parts, sep) + extra + conf, nil
 }
 
 // hiveExec is, for 3.1.3, hive-exec last on the class path (as a Hive 3.1.3 installation has it: full ACID tables

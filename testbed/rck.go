@@ -86,12 +86,13 @@ func RunRCK(ctx context.Context, o RCKOptions) (RCKResult, error) {
 	args = append(args, "-cp", filepath.Join(lib, "*"), "org.junit.platform.console.ConsoleLauncher", "execute",
 		"--select-class=org.apache.iceberg.rest.RESTCompatibilityKitSuite", "--config=rck.local=false",
 		"--disable-banner", "--details=summary", "--reports-dir="+o.Reports)
-	cmd := exec.CommandContext(ctx, java, args...)
+	cmd, archived := JavaCommand(ctx, java, args...)
 	cmd.Env = append(os.Environ(), "CATALOG_URI="+o.URI, "CATALOG_WAREHOUSE="+o.Warehouse)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	CountLaunch("RCK JVMs")
 	runErr := cmd.Run()
+	archived()
 	_ = os.WriteFile(filepath.Join(o.Reports, "console.txt"), out.Bytes(), 0o644)
 	res, err := readJUnitReports(o.Reports)
 	if err != nil {

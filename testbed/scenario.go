@@ -81,7 +81,7 @@ func RunScenario(client Version, uri string, scenario string, args ...string) ([
 
 	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, java, jargs...)
+	cmd, archived := JavaCommand(ctx, java, jargs...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stdout, stderr bytes.Buffer
@@ -89,6 +89,7 @@ func RunScenario(client Version, uri string, scenario string, args ...string) ([
 	cmd.Stderr = &stderr
 	CountLaunch("driver JVMs (RunScenario)")
 	runErr := cmd.Run()
+	archived()
 
 	var steps []Step
 	var junk []string

@@ -3,7 +3,6 @@ package e2eutil
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,7 +26,8 @@ func RunJavaFile(t *testing.T, v testbed.Version, env []string, file string, arg
 	jargs := append([]string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-D" + testbed.RunProperty + "=" + testbed.RunID(), "-cp", filepath.Join(lib, "*"),
 		Testdata(file)}, args...)
-	cmd := exec.CommandContext(run, "java", jargs...)
+	cmd, archived := testbed.JavaCommand(run, "java", jargs...)
+	defer archived()
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
 	}
@@ -58,7 +58,8 @@ func RunJDBC(t *testing.T, program, label string, args []string, stmts ...string
 	defer cancel()
 	jargs := append([]string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-D" + testbed.RunProperty + "=" + testbed.RunID(), "-cp", testbed.HiveServer2ClientClassPath(), program}, args...)
-	cmd := exec.CommandContext(run, "java", append(jargs, stmts...)...)
+	cmd, archived := testbed.JavaCommand(run, "java", append(jargs, stmts...)...)
+	defer archived()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	name := filepath.Base(program)
