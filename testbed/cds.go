@@ -258,3 +258,28 @@ func fileStamp(path string) string {
 	}
 	return fmt.Sprintf("%d %d", st.Size(), st.ModTime().UnixNano())
 }
+
+// sparkJVM are the start-up flags of a local Spark session's driver JVM, as the bed's other JVMs have them: the
+// serial collector and C1 only (a session's few statements do not repay C2 and the parallel collector on two cores).
+var sparkJVM = []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
+
+// SparkSubmitOptions is the SPARK_SUBMIT_OPTS=... environment entry for a PySpark program run with the virtualenv
+// interpreter py: sparkJVM and the class-data archive of Spark's driver JVM (whose command line spark-submit
+// builds: pyspark's conf directory and jars). Call done with the program's exit state after it exited; the program
+// must wait for its JVM to exit (testdata's Spark scripts close the gateway and wait), or no archive is kept.
+// A minimal session measured 14.2 CPU seconds with Spark's defaults, 8.0 with sparkJVM, 4.6 with the archive too.
+func SparkSubmitOptions(py string) (env string, done func(*os.ProcessState)) {
+	opts := append([]string{}, sparkJVM...)
+	none := func(*os.ProcessState) {}
+	java, err := javaBin()
+	jars, _ := filepath.Glob(filepath.Join(filepath.Dir(filepath.Dir(py)), "lib", "python3*", "site-packages", "pyspark", "jars"))
+	if err != nil || len(jars) != 1 {
+		return "SPARK_SUBMIT_OPTS=" + strings.Join(opts, " "), none
+	}
+	pyspark := filepath.Dir(jars[0])
+	cp := filepath.Join(pyspark, "conf") + string(filepath.ListSeparator) + filepath.Join(jars[0], "*")
+	args := append(append([]string{}, opts...), "-cp", cp, "org.apache.spark.deploy.SparkSubmit")
+	with, archive := withClassArchive(java, args)
+	opts = with[:len(with)-3] // the archive's options and sparkJVM, without -cp and the main class
+	return "SPARK_SUBMIT_OPTS=" + strings.Join(opts, " "), archive.publish
+}

@@ -50,7 +50,8 @@ func runSpark(t *testing.T, cfg map[string]any, steps ...sparkStep) []sparkResul
 	defer cancel()
 	cmd := exec.CommandContext(run, py, script, string(arg))
 	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "SPARK_LOCAL_IP=127.0.0.1", "PYSPARK_PYTHON="+py)
+	jvmOpts, archived := testbed.SparkSubmitOptions(py)
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "SPARK_LOCAL_IP=127.0.0.1", "PYSPARK_PYTHON="+py, jvmOpts)
 	if k, ok := cfg["kerberos"]; ok && k != nil {
 		cmd.Env = append(cmd.Env, "JAVA_TOOL_OPTIONS=-Djava.security.krb5.conf="+kdc.Krb5Conf, "KRB5_CONFIG="+kdc.Krb5Conf)
 	}
@@ -58,6 +59,7 @@ func runSpark(t *testing.T, cfg map[string]any, steps ...sparkStep) []sparkResul
 	cmd.Stderr = &stderr
 	testbed.CountLaunch("Spark sessions (spark_iceberg.py)")
 	out, err := cmd.Output()
+	archived(cmd.ProcessState)
 	if err != nil {
 		t.Fatalf("spark: %v\nstdout: %s\nstderr tail:\n%s", err, out, lines(stderr.String(), 40))
 	}

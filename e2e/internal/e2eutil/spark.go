@@ -67,7 +67,8 @@ func RunSparkEnv(t *testing.T, env []string, phases ...SparkPhase) [][]SparkResu
 	}
 	cmd := exec.Command(py, script, string(arg))
 	cmd.Dir = work // derby.log, metastore_db of a misconfigured session, spark-warehouse
-	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "SPARK_LOCAL_IP=127.0.0.1", "PYSPARK_PYTHON="+py), env...)
+	jvmOpts, archived := testbed.SparkSubmitOptions(py)
+	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "SPARK_LOCAL_IP=127.0.0.1", "PYSPARK_PYTHON="+py, jvmOpts), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	testbed.CountLaunch("Spark sessions (spark_sql.py)")
@@ -75,7 +76,11 @@ func RunSparkEnv(t *testing.T, env []string, phases ...SparkPhase) [][]SparkResu
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		archived(cmd.ProcessState)
+		done <- err
+	}()
 	start := time.Now()
 	select {
 	case err := <-done:

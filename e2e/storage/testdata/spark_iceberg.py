@@ -12,6 +12,20 @@ import sys
 
 from pyspark.sql import SparkSession
 
+
+def stop_jvm():
+    """Closes Spark's JVM and waits for it (it exits when its stdin closes), so the JVM has exited, and written its
+    class-data archive (testbed/cds.go), when this script has."""
+    from pyspark import SparkContext
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is not None:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=120)
+        except Exception:  # its stdin is closed: it exits on its own, this script does not wait longer
+            pass
+
+
 cfg = json.loads(sys.argv[1])
 b = (SparkSession.builder.master("local[1]").appName("hms-proxy-storage-e2e")
      .config("spark.jars", cfg["jar"])
@@ -51,4 +65,5 @@ try:
             res.append({"sql": step["sql"], "error": str(e)[:4000]})
 finally:
     spark.stop()
-print(json.dumps(res))
+print(json.dumps(res), flush=True)
+stop_jvm()

@@ -13,6 +13,20 @@ import sys
 
 from pyspark.sql import SparkSession
 
+
+def stop_jvm():
+    """Closes Spark's JVM and waits for it (it exits when its stdin closes), so the JVM has exited, and written its
+    class-data archive (testbed/cds.go), when this script has."""
+    from pyspark import SparkContext
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is not None:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=120)
+        except Exception:  # its stdin is closed: it exits on its own, this script does not wait longer
+            pass
+
+
 cfg = json.loads(sys.argv[1])
 out = []
 for phase in cfg["phases"]:
@@ -53,4 +67,5 @@ for phase in cfg["phases"]:
         SparkSession._instantiatedSession = None
         SparkSession._activeSession = None
     out.append({"uri": uri, "results": res})
-print(json.dumps(out))
+print(json.dumps(out), flush=True)
+stop_jvm()
