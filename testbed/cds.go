@@ -141,6 +141,11 @@ func claimArchive(claim string) bool {
 		if err != nil || procStart(pid) == fields[1] {
 			return false // its writer is alive
 		}
+		// its writer is gone: so is what it left half-written
+		left, _ := filepath.Glob(strings.TrimSuffix(claim, ".claim") + "." + fields[0] + ".*.tmp")
+		for _, f := range left {
+			os.Remove(f)
+		}
 		os.Remove(claim)
 	}
 	return false

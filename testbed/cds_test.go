@@ -21,7 +21,7 @@ func TestClassArchiveWrittenOnceThenMapped(t *testing.T) {
 	}
 	cp := driverJar(Hive410) + string(filepath.ListSeparator) + filepath.Join(libDir(Hive410), "*")
 	t.Setenv("HMS_PROXY_CACHE", t.TempDir()) // a cache of its own for the archives; the jars are resolved above
-	t.Setenv("HMS_PROXY_CDS", "") // the mechanism itself, also when a measurement turned it off
+	t.Setenv("HMS_PROXY_CDS", "")            // the mechanism itself, also when a measurement turned it off
 	classLog := filepath.Join(t.TempDir(), "classes.log")
 	args := []string{"-Xmx256m", "-XX:+UseSerialGC", "-Xlog:class+load=info:file=" + classLog, "-cp", cp, "hmsbed.Driver"}
 

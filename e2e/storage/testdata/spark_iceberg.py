@@ -8,22 +8,13 @@
 #    "kerberos": {"principal": "alice@R", "keytab": "/k"} (optional),
 #    "steps": [{"sql": "...", "fetch": true}]}
 import json
+import os
 import sys
 
 from pyspark.sql import SparkSession
 
-
-def stop_jvm():
-    """Closes Spark's JVM and waits for it (it exits when its stdin closes), so the JVM has exited, and written its
-    class-data archive (testbed/cds.go), when this script has."""
-    from pyspark import SparkContext
-    proc = getattr(SparkContext._gateway, "proc", None)
-    if proc is not None:
-        proc.stdin.close()
-        try:
-            proc.wait(timeout=120)
-        except Exception:  # its stdin is closed: it exits on its own, this script does not wait longer
-            pass
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "internal", "e2eutil", "testdata"))
+from sparkjvm import stop_jvm  # noqa: E402  (e2eutil's Spark helpers)
 
 
 cfg = json.loads(sys.argv[1])

@@ -13,18 +13,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
-
-def stop_jvm():
-    """Closes Spark's JVM and waits for it (it exits when its stdin closes), so the JVM has exited, and written its
-    class-data archive (testbed/cds.go), when this script has."""
-    from pyspark import SparkContext
-    proc = getattr(SparkContext._gateway, "proc", None)
-    if proc is not None:
-        proc.stdin.close()
-        try:
-            proc.wait(timeout=120)
-        except Exception:  # its stdin is closed: it exits on its own, this script does not wait longer
-            pass
+from sparkjvm import stop_jvm
 
 
 cfg = json.loads(sys.argv[1])
