@@ -27,6 +27,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // classArchiveLog: no class-data messages anywhere (a mismatch only means no archive), other JVM warnings on stderr.
@@ -60,6 +61,10 @@ func withClassArchive(java string, args []string) ([]string, *classArchive) {
 	final := filepath.Join(dir, key+".jsa")
 	with := func(opt string) []string { return append(append([]string{opt}, classArchiveLog...), args...) }
 	if validArchive(final) {
+		if st, err := os.Stat(final); err == nil && time.Since(st.ModTime()) > time.Hour {
+			now := time.Now()
+			_ = os.Chtimes(final, now, now) // in use: keep it from the sweep
+		}
 		return with("-XX:SharedArchiveFile=" + final), nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -96,6 +101,22 @@ func (a *classArchive) publish(state *os.ProcessState) {
 	}
 	if state == nil || killed || !validArchive(a.tmp) || os.Rename(a.tmp, a.final) != nil {
 		os.Remove(a.tmp)
+		return
+	}
+	sweepArchives(filepath.Dir(a.final))
+}
+
+// archiveUnused is how long an archive no JVM mapped stays: a rebuilt jar or JDK makes a new key, and the old
+// archives (20-100 MB each) would pile up in the cache.
+const archiveUnused = 48 * time.Hour
+
+// sweepArchives removes the archives of dir no JVM mapped for archiveUnused (a JVM mapping one keeps its mapping).
+func sweepArchives(dir string) {
+	list, _ := filepath.Glob(filepath.Join(dir, "*.jsa"))
+	for _, f := range list {
+		if st, err := os.Stat(f); err == nil && time.Since(st.ModTime()) > archiveUnused {
+			os.Remove(f)
+		}
 	}
 }
 

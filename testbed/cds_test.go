@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The first driver JVM of a class path writes the class-data archive, the next one maps it, and neither prints
@@ -60,8 +61,26 @@ func TestClassArchiveWrittenOnceThenMapped(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(Cache(), "cds", "*.tmp")); len(left) > 0 {
 		t.Errorf("temporary archives left: %v", left)
 	}
+	// an archive unused for long goes when the next one is written; one in use stays
+	stale := filepath.Join(Cache(), "cds", "0123456789abcdef01234567.jsa")
+	if err := os.WriteFile(stale, dynamicArchiveMagic, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-archiveUnused - time.Hour)
+	for _, f := range []string{stale, archives[0]} {
+		if err := os.Chtimes(f, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if a, _ := run("second JVM"); a != nil {
 		t.Fatal("the second JVM was asked to write the archive again")
+	}
+	sweepArchives(filepath.Dir(stale))
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("an archive unused for %v was kept (%v)", archiveUnused, err)
+	}
+	if !validArchive(archives[0]) {
+		t.Error("the sweep removed the archive the second JVM mapped")
 	}
 	if !driverShared() {
 		t.Error("the second JVM did not load the driver's classes from the archive")
