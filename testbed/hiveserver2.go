@@ -34,9 +34,9 @@ type HiveServer2Options struct {
 	// Warehouse and ExternalWarehouse are HiveServer2's warehouse roots (hive.metastore.warehouse.dir and
 	// .external.dir). HiveServer2 writes the data of a CTAS target where it computes the table's default location:
 	// from a Hive 4 database's managed location, or, for a database without one (created by Hive 3.1.3), from its own
-	// warehouse root: create such a database at Dir/warehouse/<name>.db. Empty Warehouse: Dir/warehouse. (Measured in
-	// this test bed: with HiveServer2's warehouse root equal to the metastore's, inserts into transactional tables
-	// read back empty, directly as through the proxy.)
+	// warehouse root: create such a database at Dir/warehouse/<name>.db. Empty Warehouse: Dir/warehouse. (An earlier
+	// measurement read transactional inserts back empty with HiveServer2's warehouse root equal to a 4.1.0
+	// metastore's; a later run of that setting read them. HiveServer2 keeps a root of its own either way.)
 	Warehouse, ExternalWarehouse string
 	// DoAs runs each session's work as its JDBC user (hive.server2.enable.doAs=true): HiveServer2 opens the session's
 	// metastore client inside that user's (proxy) UGI, so the metastore sees the JDBC user by set_ugi rather than

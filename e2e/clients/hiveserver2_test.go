@@ -49,12 +49,13 @@ var hs2On313 = map[string]hs2Deviation{
 	"UPDATE ACID": {errorHas: []string{"get_latest_txnid_in_conflict", "catalog1", "APACHE_3_1_3", "committed write set"}, why: "no 3.1.3 call reads the write set"},
 	"DELETE ACID": {errorHas: []string{"get_latest_txnid_in_conflict", "catalog1", "APACHE_3_1_3", "committed write set"}, why: "no 3.1.3 call reads the write set"},
 	// The full ACID INSERT's rows, which the refused UPDATE and DELETE left
-	// as they were. (Runs of the whole former router/e2e package read an
-	// empty answer here; ten runs since, with the same components and with
-	// leftover open and aborted transactions on the metastore, read the
-	// rows, and the cause was not found. If it comes back this fails, and
-	// HiveServer2's directory, its log included, is kept and named in the
-	// test log.)
+	// as they were. (Runs of the whole former router/e2e package once read
+	// an empty answer here; no run since has: quiet or loaded, with
+	// HiveServer2 on the metastore's own warehouse root, or with the
+	// database given no location. The cause was not found. If it comes
+	// back, the test log shows HiveServer2's transcript: the read's
+	// write-id snapshot tells an INSERT left out of it from delta files
+	// that are missing.)
 	"SELECT ACID": {detail: "1|a; 2|b", why: "the refused UPDATE and DELETE changed nothing"},
 }
 
