@@ -298,7 +298,7 @@ func (h *HiveServer2) Transcript(maxLines int) string {
 			if len(line) >= 23 && line[4] == '-' && line[10] == 'T' {
 				at = line[11:23] + " " // the time of day of an ISO8601 stamp
 			}
-			text := line[i:]
+			text := strings.TrimSpace(line[i:])
 			if m == "writeIdList: " { // OrcInputFormat's context line: keep the snapshot only
 				text, _, _ = strings.Cut(text, " isTransactionalTable")
 			}
