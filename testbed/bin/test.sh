@@ -114,7 +114,10 @@ mapfile -t ORDERED < <(
 [ ${#ORDERED[@]} -gt 0 ] || ORDERED=(./...) # go list failed: go test says why
 rm -f "$CACHE/logs/go-test-report.txt"
 go build -o "$CACHE/logs/.testtimes" ./testbed/cmd/testtimes
-if ! go test -json -count=1 -timeout 25m "${ORDERED[@]}" 2>&1 | "$CACHE/logs/.testtimes" \
+# -timeout is a hang guard per test binary, not a speed target: on an overloaded machine (a burner and other
+# engineers' metastores beside the suite, load average 26) e2e/clients and e2e/storage needed more than 25 minutes
+# while making progress; CI allows 90 minutes for the whole run.
+if ! go test -json -count=1 -timeout 40m "${ORDERED[@]}" 2>&1 | "$CACHE/logs/.testtimes" \
     -log "$CACHE/logs/go-test.log" -json "$CACHE/logs/go-test.json" -times "$TIMES.new" \
     -report "$CACHE/logs/go-test-report.txt"; then
   status=1

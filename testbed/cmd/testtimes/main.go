@@ -84,12 +84,14 @@ func main() {
 	if *jsonPath != "" {
 		raw = create(*jsonPath)
 	}
-	ts := filter(os.Stdin, out, raw)
+	ts, failed := filter(os.Stdin, out, raw)
 	if *timesPath != "" {
 		writeTimes(create(*timesPath), ts)
 	}
 	if *reportPath != "" {
-		report(create(*reportPath), ts, *top)
+		w := create(*reportPath)
+		report(w, ts, *top)
+		failures(w, failed)
 	}
 	for _, f := range files {
 		if err := f.Close(); err != nil {
@@ -98,11 +100,19 @@ func main() {
 	}
 }
 
-// filter copies the stream to raw, prints the plain output to out and returns every finished test and package.
+// failure is a failed test and its own output.
+type failure struct {
+	Package, Test string
+	Output        []string
+}
+
+// filter copies the stream to raw, prints the plain output to out and returns every finished test and package,
+// and the failed tests with their output.
 // Two packages run at once and -json streams their events interleaved; a plain run prints each package's output as
 // one block, so each package's output (TestMain's lines, its failed tests) is held and printed when it ends.
-func filter(in io.Reader, out, raw io.Writer) []timing {
+func filter(in io.Reader, out, raw io.Writer) ([]timing, []failure) {
 	var ts []timing
+	var failed []failure
 	held := map[string][]string{}  // package + "\x00" + test -> output of a running test
 	block := map[string][]string{} // package -> what the package's block prints so far
 	sc := bufio.NewScanner(in)
@@ -142,6 +152,7 @@ func filter(in io.Reader, out, raw io.Writer) []timing {
 				delete(block, e.Package)
 			} else if e.Action == "fail" {
 				block[e.Package] = append(block[e.Package], held[key]...)
+				failed = append(failed, failure{e.Package, e.Test, held[key]})
 			}
 			delete(held, key)
 			test := e.Test
@@ -169,7 +180,7 @@ func filter(in io.Reader, out, raw io.Writer) []timing {
 			fmt.Fprint(out, o)
 		}
 	}
-	return ts
+	return ts, failed
 }
 
 // unfinished moves the output of pkg's tests that never finished into its block: a binary that panicked or hit
@@ -283,6 +294,42 @@ func report(w io.Writer, ts []timing, top int) {
 				break
 			}
 			fmt.Fprintf(w, "  %8.1fs %-4s %s %s\n", t.Seconds, t.Result, short(t.Package), t.Test)
+		}
+	}
+}
+
+// failureLines is how many of a failed test's last lines the closing summary repeats.
+const failureLines = 25
+
+// failures closes the report with each failed test's last lines, so that the end of a long CI log, which is often
+// all a reader gets, says what failed and why. Records a test dumps as JSON (a proxy's audit trail on failure) are
+// left out here: they bury the assertion's own message, and the whole output is in the log above.
+func failures(w io.Writer, failed []failure) {
+	if len(failed) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "---- failed tests (each one's last %d lines without JSON records; the whole output is above) ----\n", failureLines)
+	for _, f := range failed {
+		var lines []string
+		for _, o := range f.Output {
+			if t := strings.TrimSpace(o); t != "" && !strings.HasPrefix(t, "{") && !strings.HasPrefix(t, "--- FAIL") {
+				lines = append(lines, strings.TrimRight(o, "\n"))
+			}
+		}
+		if len(lines) > failureLines {
+			lines = lines[len(lines)-failureLines:]
+		}
+		if len(lines) == 0 && slices.ContainsFunc(failed, func(o failure) bool {
+			return o.Package == f.Package && strings.HasPrefix(o.Test, f.Test+"/")
+		}) {
+			continue // a parent that failed through its subtests, listed below it
+		}
+		fmt.Fprintf(w, "FAIL %s %s\n", short(f.Package), f.Test)
+		for _, l := range lines {
+			if len(l) > 400 {
+				l = l[:400] + " …"
+			}
+			fmt.Fprintf(w, "  %s\n", l)
 		}
 	}
 }

@@ -33,7 +33,7 @@ func TestFilterKeepsThePlainOutputAndTheTimes(t *testing.T) {
 		`{"Action":"fail","Package":"m/b","Elapsed":2.5}`,
 	}, "\n") + "\n"
 	var out, raw bytes.Buffer
-	ts := filter(strings.NewReader(in), &out, &raw)
+	ts, failed := filter(strings.NewReader(in), &out, &raw)
 	want := "a: metastores up\nok  \tm/a\t5.000s\n# m/b [m/b.test]\n" +
 		"    b_test.go:3: want 2, got 1\n    --- FAIL: TestBad/sub (1.50s)\n--- FAIL: TestBad (2.00s)\nFAIL\nFAIL\tm/b\t2.500s\n"
 	if out.String() != want {
@@ -60,6 +60,30 @@ func TestFilterKeepsThePlainOutputAndTheTimes(t *testing.T) {
 			t.Fatalf("the report has no %q:\n%s", line, rep.String())
 		}
 	}
+	// The report ends with what failed and why: the failing subtest's message, its parent not repeated.
+	var fails bytes.Buffer
+	failures(&fails, failed)
+	wantFails := "---- failed tests (each one's last 25 lines without JSON records; the whole output is above) ----\n" +
+		"FAIL m/b TestBad/sub\n      b_test.go:3: want 2, got 1\n"
+	if fails.String() != wantFails {
+		t.Fatalf("failures:\n%s\nwant:\n%s", fails.String(), wantFails)
+	}
+}
+
+// A failed test's closing summary drops the JSON records it dumped (a proxy's audit trail) and keeps its last lines,
+// so the assertion's message is at the end of the log.
+func TestFailuresKeepTheMessageNotTheDump(t *testing.T) {
+	out := []string{"    x_test.go:7: on Hive 3.1.3 the step answered \"\", want \"1|a\"\n"}
+	for i := 0; i < 60; i++ {
+		out = append(out, `        {"event":"hms_proxy_audit","requestId":1}`+"\n")
+	}
+	out = append(out, "    proxytest.go:9: files kept in /tmp/x\n", "--- FAIL: TestX (1.00s)\n")
+	var w bytes.Buffer
+	failures(&w, []failure{{"m/x", "TestX", out}})
+	if !strings.Contains(w.String(), `want "1|a"`) || strings.Contains(w.String(), "hms_proxy_audit") ||
+		!strings.HasSuffix(w.String(), "files kept in /tmp/x\n") {
+		t.Fatalf("failure summary:\n%s", w.String())
+	}
 }
 
 // Two packages run at once: their events interleave, their output does not (each package prints as one block when
@@ -77,7 +101,7 @@ func TestFilterKeepsEachPackagesOutputTogether(t *testing.T) {
 		`{"Action":"pass","Package":"m/a","Elapsed":2}`,
 	}, "\n") + "\n"
 	var out bytes.Buffer
-	filter(strings.NewReader(in), &out, io.Discard)
+	_, _ = filter(strings.NewReader(in), &out, io.Discard)
 	want := "b: starting\n    b_test.go:1: boom\nFAIL\tm/b\t1.0s\n" + "a: starting\na: launched 3 HiveMetaStore\nok  \tm/a\t2.0s\n"
 	if out.String() != want {
 		t.Fatalf("output:\n%s\nwant:\n%s", out.String(), want)
@@ -90,7 +114,7 @@ func TestFilterPrintsAnUnfinishedTestsOutput(t *testing.T) {
 		`{"Action":"output","Package":"m/a","Output":"FAIL\tm/a\t1500.1s\n"}` + "\n" +
 		`{"Action":"fail","Package":"m/a","Elapsed":1500.1}` + "\n"
 	var out bytes.Buffer
-	filter(strings.NewReader(in), &out, io.Discard)
+	_, _ = filter(strings.NewReader(in), &out, io.Discard)
 	if out.String() != "panic: test timed out after 25m0s\nFAIL\tm/a\t1500.1s\n" {
 		t.Fatalf("output: %q", out.String())
 	}
