@@ -6,8 +6,10 @@
 #   home/<version>/   METASTORE_HOME for Hive's schema tool (scripts/metastore/upgrade/derby)
 #   derby/<version>/  metastore_db: a Derby database initialised by Hive's own schema tool, copied for every metastore
 #   ready/<version>   marker: hash of everything the above is built from; matching marker = nothing to do
+#   ready/<version>.<hash>.done   that build is complete: published again, never rebuilt, when checkouts sharing the
+#                     cache take turns (their driver sources differ)
 # Each <kind>/<version> is a symlink to <kind>/<version>.<hash>: a rebuild never pulls files from under a running
-# metastore (earlier builds are removed two hours after they were replaced).
+# JVM (other builds are removed two hours after a prepare last used them; each prepare touches its own).
 # Usage: prepare.sh [VERSION...]   (default: 3.1.3 4.1.0). Safe to run concurrently (file lock).
 set -euo pipefail
 
@@ -86,8 +88,27 @@ publish() {
   fi
   ln -sfn "$tag" "$CACHE/$kind/$v.new"
   mv -T "$CACHE/$kind/$v.new" "$CACHE/$kind/$v"
-  # earlier builds: kept two hours for processes that still use them
+  touch "$CACHE/$kind/$tag"
+  # other builds: kept two hours after a prepare last used them (touch_build), for the processes still using them
   find "$CACHE/$kind" -maxdepth 1 -name "$v.*" ! -name "$tag" -mmin +120 -exec rm -rf {} +
+}
+
+# forget_removed VERSION: drop the completion marks of builds publish's clean-up removed
+forget_removed() {
+  local f t
+  for f in "$CACHE/ready/$1".*.done; do
+    [ -e "$f" ] || continue
+    t=${f##*/}
+    [ -d "$CACHE/lib/${t%.done}" ] || rm -f "$f"
+  done
+}
+
+# touch_build TAG: this build was used now (the age publish's clean-up goes by)
+touch_build() {
+  local kind
+  for kind in lib build home derby; do
+    [ ! -d "$CACHE/$kind/$1" ] || touch "$CACHE/$kind/$1"
+  done
 }
 
 prepare_version() {
@@ -100,15 +121,30 @@ prepare_version() {
   local hash
   hash=$(cd "$REPO" && { cat "$pom/pom.xml" testbed/bin/prepare.sh testbed/sql/*.sql;
                           find testbed/java/driver -type f -name '*.java' | sort | xargs cat; } | sha256sum | cut -c1-16)
-  local marker="$CACHE/ready/$v"
+  local marker="$CACHE/ready/$v" tag="$v.$hash"
+  local out="$CACHE/build/$tag" lib="$CACHE/lib/$tag" home="$CACHE/home/$tag" derby="$CACHE/derby/$tag"
+  local complete="$CACHE/ready/$tag.done"
   if [ -f "$marker" ] && [ "$(cat "$marker")" = "$hash" ] && [ -f "$CACHE/build/$v/hmsbed-driver.jar" ] \
      && [ -d "$CACHE/derby/$v/metastore_db" ] && [ -n "$(ls -A "$CACHE/lib/$v/" 2>/dev/null)" ]; then
+    touch_build "$tag"
     say "Hive $v: ready (cached in $CACHE)"
-    echo "prepare: tag $v $v.$hash" # testbed.Prepare pins this build for its process
+    echo "prepare: tag $v $tag" # testbed.Prepare pins this build for its process
     return 0
   fi
-  local t0=$SECONDS tag="$v.$hash"
-  local out="$CACHE/build/$tag" lib="$CACHE/lib/$tag" home="$CACHE/home/$tag" derby="$CACHE/derby/$tag"
+  # This build is complete, but another checkout (other driver sources) published its own since: publish this one
+  # again. Rebuilding it would first delete the folders that running JVMs of this checkout still load classes
+  # from (a HiveServer2 then fails its next statement with NoSuchFileException on a jar).
+  if [ -f "$complete" ] && [ -f "$out/hmsbed-driver.jar" ] && [ -d "$derby/metastore_db" ] \
+     && [ -n "$(ls -A "$lib/" 2>/dev/null)" ]; then
+    for kind in lib build home derby; do publish "$kind" "$v" "$tag"; done
+    echo "$hash" >"$marker.new" && mv -f "$marker.new" "$marker"
+    forget_removed "$v"
+    say "Hive $v: ready (build $tag published again)"
+    echo "prepare: tag $v $tag" # testbed.Prepare pins this build for its process
+    return 0
+  fi
+  local t0=$SECONDS
+  rm -f "$complete"
   rm -rf "$out" "$lib" "$home" "$derby"
   mkdir -p "$CACHE/build" "$CACHE/lib" "$CACHE/home" "$CACHE/derby"
 
@@ -153,7 +189,9 @@ prepare_version() {
   [ "$info" = "$expect_schema" ] || die "Hive $v: schema tool reports schema version '$info', expected $expect_schema (log: $CACHE/logs/schematool-$v.log)"
 
   for kind in lib build home derby; do publish "$kind" "$v" "$tag"; done
+  : >"$complete"
   echo "$hash" >"$marker.new" && mv -f "$marker.new" "$marker"
+  forget_removed "$v"
   say "Hive $v: ready in $((SECONDS - t0)) s ($(ls "$lib" | wc -l) jars, schema $info)"
   echo "prepare: tag $v $tag" # testbed.Prepare pins this build for its process
 }

@@ -146,6 +146,9 @@ func filter(in io.Reader, out, raw io.Writer) ([]timing, []failure) {
 		case "pass", "fail", "skip":
 			if e.Test == "" {
 				unfinished(block, held, e.Package)
+				if e.Action == "fail" && !slices.ContainsFunc(failed, func(f failure) bool { return f.Package == e.Package }) {
+					failed = append(failed, failure{e.Package, "-", died(block[e.Package])})
+				}
 				for _, o := range block[e.Package] {
 					fmt.Fprint(out, o)
 				}
@@ -298,6 +301,17 @@ func report(w io.Writer, ts []timing, top int) {
 	}
 }
 
+// died is what a package that failed with no failed test printed from its panic on (a -timeout or a crash kills
+// the binary before its running tests report an end): the panic and the running tests it names come first.
+func died(block []string) []string {
+	for i, o := range block {
+		if strings.HasPrefix(o, "panic: ") {
+			return block[i:]
+		}
+	}
+	return block
+}
+
 // failureLines is how many of a failed test's last lines the closing summary repeats.
 const failureLines = 25
 
@@ -316,7 +330,11 @@ func failures(w io.Writer, failed []failure) {
 				lines = append(lines, strings.TrimRight(o, "\n"))
 			}
 		}
-		if len(lines) > failureLines {
+		switch {
+		case len(lines) <= failureLines:
+		case f.Test == "-":
+			lines = lines[:failureLines] // a binary that died: its panic and the tests it was running
+		default:
 			lines = lines[len(lines)-failureLines:]
 		}
 		if len(lines) == 0 && slices.ContainsFunc(failed, func(o failure) bool {

@@ -119,3 +119,25 @@ func TestFilterPrintsAnUnfinishedTestsOutput(t *testing.T) {
 		t.Fatalf("output: %q", out.String())
 	}
 }
+
+// A test binary killed by -timeout reports no failed test: the summary names the package and starts at its panic,
+// with the tests it was running.
+func TestFailuresNameABinaryThatDied(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"run","Package":"m/c","Test":"TestSlow"}`,
+		`{"Action":"output","Package":"m/c","Test":"TestSlow","Output":"    c_test.go:5: starting HiveServer2\n"}`,
+		`{"Action":"output","Package":"m/c","Output":"panic: test timed out after 40m0s\n"}`,
+		`{"Action":"output","Package":"m/c","Output":"\trunning tests:\n"}`,
+		`{"Action":"output","Package":"m/c","Output":"\t\tTestSlow (39m59s)\n"}`,
+		`{"Action":"output","Package":"m/c","Output":"FAIL\tm/c\t2400.0s\n"}`,
+		`{"Action":"fail","Package":"m/c","Elapsed":2400}`,
+	}, "\n") + "\n"
+	_, failed := filter(strings.NewReader(in), io.Discard, io.Discard)
+	var w bytes.Buffer
+	failures(&w, failed)
+	for _, want := range []string{"FAIL m/c -\n", "panic: test timed out after 40m0s", "TestSlow (39m59s)"} {
+		if !strings.Contains(w.String(), want) {
+			t.Fatalf("no %q in the failure summary:\n%s", want, w.String())
+		}
+	}
+}

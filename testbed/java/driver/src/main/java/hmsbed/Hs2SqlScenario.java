@@ -18,8 +18,9 @@ import java.util.List;
  * hive.metastore.uris) turns them into metastore calls; the driver never talks to the metastore itself.
  *
  * <p>Every step is attempted (a failed one does not stop the session), and its detail is the statement's answer in a
- * stable rendering (rows sorted, the database names replaced by $DB and $ACID), so that two runs — directly to a
- * metastore and through hms-proxy — can be compared step by step. Statements that change data are followed by a read
+ * stable rendering (rows sorted, the database names replaced by $DB and $ACID; "(no rows)" for a result set without
+ * rows, nothing for a statement without a result set), so that two runs — directly to a metastore and through
+ * hms-proxy — can be compared step by step. Statements that change data are followed by a read
  * that shows what they changed, so a statement that failed after writing shows in the next step.
  *
  * <p>The first part runs in a session with HiveServer2's defaults (DummyTxnManager); one INSERT then runs with
@@ -30,6 +31,9 @@ import java.util.List;
 final class Hs2SqlScenario implements Driver.Scenario {
 
   private static final String DB_TXN_MANAGER = "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager";
+
+  /** The detail of a result set without rows; a statement without a result set has none. */
+  static final String NO_ROWS = "(no rows)";
 
   @Override
   public void run(Steps steps, Driver.Args args) throws Exception {
@@ -193,6 +197,10 @@ final class Hs2SqlScenario implements Driver.Scenario {
       }
       if (sql.equals("SHOW LOCKS")) {
         return "locks on the scenario's databases: " + locks;
+      }
+      if (rows.isEmpty()) {
+        // an answer without rows, told apart from a statement that has no result set (detail "")
+        return NO_ROWS;
       }
       // rows sorted here, not by ORDER BY: a plain SELECT is then a fetch task, not a MapReduce job
       Collections.sort(rows);
