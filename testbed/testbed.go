@@ -14,13 +14,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -197,14 +200,58 @@ func jvmFlags(v Version) ([]string, error) {
 	return flags, sc.Err()
 }
 
-// FreePort returns a TCP port that is free on 127.0.0.1 right now.
+// Ports handed out by FreePort come from below Linux's ephemeral range (32768-60999 by default), where the kernel
+// picks the local port of every outgoing connection and of every bind to port 0: a port chosen by binding to 0 and
+// closing could be handed out again, in this process or another, or taken by a client's connection, before the
+// server meant for it (often a JVM, seconds later) binds it. Each port is claimed for the life of the process by
+// an flock on a file under the temp directory, which the kernel drops when the process ends, so test binaries run
+// side by side never hand out the same port.
+const (
+	portLow  = 20000
+	portHigh = 32767
+)
+
+var ports struct {
+	sync.Mutex
+	claims map[int]*os.File // kept open: closing would drop the claim
+}
+
+// FreePort returns a TCP port free on 127.0.0.1 that no other FreePort of this or another process holds.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("testbed: no free loopback port: %w", err)
+	ports.Lock()
+	defer ports.Unlock()
+	if ports.claims == nil {
+		ports.claims = map[int]*os.File{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	dir := filepath.Join(os.TempDir(), "hms-proxy-test-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return 0, fmt.Errorf("testbed: port claims: %w", err)
+	}
+	span := portHigh - portLow + 1
+	start := rand.IntN(span)
+	for i := 0; i < span; i++ {
+		p := portLow + (start+i)%span
+		if ports.claims[p] != nil {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(p)), os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			return 0, fmt.Errorf("testbed: port claims: %w", err)
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			f.Close() // another process holds it
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			f.Close() // in use by something that does not claim ports
+			continue
+		}
+		l.Close()
+		ports.claims[p] = f
+		return p, nil
+	}
+	return 0, fmt.Errorf("testbed: no free loopback port in %d-%d", portLow, portHigh)
 }
 
 // tail returns the last n lines of s.

@@ -5,7 +5,6 @@ package proxytest
 import (
 	"context"
 	"log/slog"
-	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"github.com/hms-proxy/hms-proxy/app"
 	"github.com/hms-proxy/hms-proxy/configs"
 	"github.com/hms-proxy/hms-proxy/monitoring"
+	"github.com/hms-proxy/hms-proxy/testbed"
 )
 
 // Proxy is a running in-process proxy.
@@ -59,15 +59,14 @@ func (p *Proxy) URI(name string) string {
 // ManagementURL is the base URL of the management listener.
 func (p *Proxy) ManagementURL() string { return "http://" + p.Mgmt.Addr().String() }
 
-// FreePort asks the kernel for a free loopback port.
+// FreePort is a free loopback port no other test of any test binary has been handed (testbed.FreePort).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := testbed.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // Start parses props and starts the proxy; server.port, management.port and
