@@ -182,7 +182,7 @@ func StartHiveServer2T(t testing.TB, o HiveServer2Options) *HiveServer2 {
 		if err := h.Stop(); err != nil {
 			t.Errorf("%v", err)
 		}
-		if t.Failed() {
+		if t.Failed() || os.Getenv("HMS_PROXY_KEEP_HS2") != "" {
 			t.Logf("HiveServer2 files kept for inspection: %s", h.Dir)
 		} else {
 			os.RemoveAll(h.Dir)
@@ -275,17 +275,52 @@ func (h *HiveServer2) Stop() error {
 
 // transcriptMarks are the lines of HiveServer2's log that say what a statement did to the metastore's transactions
 // and which files it read: the statement itself, the transaction it opened and the write id it was given, the
-// snapshot of write ids a read used, the files and splits it read, the lock answers, the first line of each error.
+// snapshot of write ids a read used, the files and splits it read and the rows its table scan gave, the lock
+// answers, the first line of each error. The first mark starts a statement (StatementTranscripts).
 var transcriptMarks = []string{"HiveSessionImpl: executing ", "Opened txnid", "Allocated write ID", "writeIdList: ",
-	"Read ValidWriteIdList", "getSplits finished", "Reading ORC rows from", "LockResponse(", " ERROR "}
+	"Read ValidWriteIdList", "getSplits finished", "Reading ORC rows from", "RECORDS_OUT_OPERATOR_TS_", "LockResponse(", " ERROR "}
 
 // Transcript is HiveServer2's log cut to transcriptMarks, the statements' SQL and the other lines shortened, for a
 // test that must say why a statement answered differently from a reference run (the directory itself is kept, but a
 // CI log is often all that reaches the reader). At most maxLines lines, the last ones.
 func (h *HiveServer2) Transcript(maxLines int) string {
+	out, err := h.transcriptLines()
+	if err != nil {
+		return err.Error()
+	}
+	if len(out) > maxLines {
+		out = append([]string{fmt.Sprintf("(%d earlier lines left out)", len(out)-maxLines)}, out[len(out)-maxLines:]...)
+	}
+	return strings.Join(out, "\n")
+}
+
+// StatementTranscripts is the transcript cut into one part per statement HiveServer2 ran, in order: each starts with
+// the statement's "executing" line and holds what the log says of it until the next statement. (Work of a statement
+// that runs on after the next one started, such as an asynchronous clean-up, falls into the later part.) Lines
+// before the first statement are left out.
+func (h *HiveServer2) StatementTranscripts() ([]string, error) {
+	lines, err := h.transcriptLines()
+	if err != nil {
+		return nil, err
+	}
+	var parts []string
+	for _, l := range lines {
+		switch {
+		case strings.Contains(l, transcriptMarks[0]):
+			parts = append(parts, l)
+		case len(parts) > 0:
+			parts[len(parts)-1] += "\n" + l
+		}
+	}
+	return parts, nil
+}
+
+// transcriptLines are the lines of the log that carry a transcript mark, each shortened to its time of day and the
+// text from the mark on.
+func (h *HiveServer2) transcriptLines() ([]string, error) {
 	data, err := os.ReadFile(h.logPath())
 	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", h.logPath(), err)
+		return nil, fmt.Errorf("(cannot read %s: %v)", h.logPath(), err)
 	}
 	var out []string
 	for _, line := range strings.Split(string(data), "\n") {
@@ -309,8 +344,5 @@ func (h *HiveServer2) Transcript(maxLines int) string {
 			break
 		}
 	}
-	if len(out) > maxLines {
-		out = append([]string{fmt.Sprintf("(%d earlier lines left out)", len(out)-maxLines)}, out[len(out)-maxLines:]...)
-	}
-	return strings.Join(out, "\n")
+	return out, nil
 }

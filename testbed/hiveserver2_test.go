@@ -22,6 +22,7 @@ func TestHiveServer2TranscriptKeepsWhatAReadDependsOn(t *testing.T) {
 		"2026-12-02T05:44:52,717 INFO  [h Thread-970] session.HiveSessionImpl: executing SELECT id, v FROM d.acid",
 		"2026-12-02T05:44:53,079 INFO  [b Thread-1404] orc.OrcInputFormat: Context:: isAcid: true writeIdList: d.acid:3:9223372036854775807::2,3 isTransactionalTable: true txnProperties: default",
 		"2026-12-02T05:44:53,262 INFO  [b Thread-1404] orc.OrcInputFormat: getSplits finished (#splits: 0). duration: 183 ms",
+		"2026-12-02T05:44:53,270 INFO  [b Thread-1404] exec.TableScanOperator: RECORDS_OUT_INTERMEDIATE:0, RECORDS_OUT_OPERATOR_TS_0:0, ",
 		"2026-12-02T05:44:53,300 ERROR [b Thread-1404] ql.Driver: FAILED: something",
 		"\tat org.apache.hadoop.hive.ql.Driver.run(Driver.java:1)",
 	}, "\n")
@@ -36,13 +37,21 @@ func TestHiveServer2TranscriptKeepsWhatAReadDependsOn(t *testing.T) {
 		"05:44:52,717 HiveSessionImpl: executing SELECT id, v FROM d.acid",
 		"05:44:53,079 writeIdList: d.acid:3:9223372036854775807::2,3",
 		"05:44:53,262 getSplits finished (#splits: 0). duration: 183 ms",
+		"05:44:53,270 RECORDS_OUT_OPERATOR_TS_0:0,",
 		"05:44:53,300 ERROR [b Thread-1404] ql.Driver: FAILED: something",
 	}, "\n")
 	if got := h.Transcript(100); got != want {
 		t.Fatalf("transcript:\n%s\nwant:\n%s", got, want)
 	}
-	if got := h.Transcript(2); got != "(5 earlier lines left out)\n05:44:53,262 getSplits finished (#splits: 0). duration: 183 ms\n05:44:53,300 ERROR [b Thread-1404] ql.Driver: FAILED: something" {
+	if got := h.Transcript(2); got != "(6 earlier lines left out)\n05:44:53,270 RECORDS_OUT_OPERATOR_TS_0:0,\n05:44:53,300 ERROR [b Thread-1404] ql.Driver: FAILED: something" {
 		t.Fatalf("last two lines: %q", got)
+	}
+	parts, err := h.StatementTranscripts()
+	if err != nil || len(parts) != 2 || parts[0] != strings.Join(strings.Split(want, "\n")[:3], "\n") || parts[1] != strings.Join(strings.Split(want, "\n")[3:], "\n") {
+		t.Fatalf("statements: %q %v", parts, err)
+	}
+	if _, err := (&HiveServer2{Dir: filepath.Join(dir, "none")}).StatementTranscripts(); err == nil || !strings.Contains(err.Error(), "cannot read") {
+		t.Fatalf("statements of a missing log: %v", err)
 	}
 	if got := (&HiveServer2{Dir: filepath.Join(dir, "none")}).Transcript(10); !strings.Contains(got, "cannot read") {
 		t.Fatalf("a missing log: %q", got)

@@ -212,6 +212,22 @@ func runHS2(t *testing.T, name, uri string, ms *testbed.Metastore, db string) hs
 	return hs2Run{name: name, steps: steps, hs2: hs2}
 }
 
+// statementLogs gives what HiveServer2 logged of a run's i-th statement
+// (testbed.HiveServer2.StatementTranscripts), indented; the scenario runs
+// one statement per step.
+func statementLogs(r hs2Run) func(i int) string {
+	parts, err := r.hs2.StatementTranscripts()
+	return func(i int) string {
+		switch {
+		case err != nil:
+			return "    " + err.Error()
+		case len(parts) != len(r.steps):
+			return fmt.Sprintf("    (HiveServer2 logged %d statements for %d steps: see the whole transcript above)", len(parts), len(r.steps))
+		}
+		return "    " + strings.ReplaceAll(parts[i], "\n", "\n    ")
+	}
+}
+
 func passed(steps []testbed.Step) int {
 	n := 0
 	for _, s := range steps {
@@ -230,6 +246,14 @@ func compareHS2(t *testing.T, target string, directRun, run hs2Run, dev map[stri
 	direct, got := directRun.steps, run.steps
 	var diffs []string
 	errorf := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
+	// A step that differs carries what HiveServer2 logged of its statement
+	// in both runs, so the message alone says why (a CI log may keep only
+	// the last lines of a test's output).
+	ownLog, directLog := statementLogs(run), statementLogs(directRun)
+	differs := func(i int, format string, args ...any) {
+		errorf("%s\n  [%s] HiveServer2 on this statement:\n%s\n  [%s] HiveServer2 on this statement:\n%s",
+			fmt.Sprintf(format, args...), run.name, ownLog(i), directRun.name, directLog(i))
+	}
 	defer func() {
 		if len(diffs) > 0 {
 			directRun.explain(t)
@@ -253,22 +277,22 @@ func compareHS2(t *testing.T, target string, directRun, run hs2Run, dev map[stri
 		switch {
 		case listed && len(x.errorHas) > 0:
 			if g.OK {
-				errorf("on %s %q passed, but is listed as refused (%s): update the list", target, d.Step, x.why)
+				differs(i, "on %s %q passed, but is listed as refused (%s): update the list", target, d.Step, x.why)
 				continue
 			}
 			for _, f := range x.errorHas {
 				if !strings.Contains(g.Error, f) {
-					errorf("on %s %q failed with %q, which does not name %q (%s)", target, d.Step, g.Error, f, x.why)
+					differs(i, "on %s %q failed with %q, which does not name %q (%s)", target, d.Step, g.Error, f, x.why)
 				}
 			}
 		case listed:
 			if !g.OK || g.Detail != x.detail {
-				errorf("on %s %q answered %q (error %q), want %q (%s)", target, d.Step, g.Detail, g.Error, x.detail, x.why)
+				differs(i, "on %s %q answered %q (error %q), want %q (%s)", target, d.Step, g.Detail, g.Error, x.detail, x.why)
 			}
 		case !g.OK:
-			errorf("on %s %q failed: %s (directly it answered %q)", target, d.Step, g.Error, d.Detail)
+			differs(i, "on %s %q failed: %s (directly it answered %q)", target, d.Step, g.Error, d.Detail)
 		case g.Detail != d.Detail:
-			errorf("on %s %q answered %q, directly %q", target, d.Step, g.Detail, d.Detail)
+			differs(i, "on %s %q answered %q, directly %q", target, d.Step, g.Detail, d.Detail)
 		}
 	}
 }
