@@ -169,7 +169,7 @@ func copyTree(src, dst string) error {
 	})
 }
 
-// newRunDir makes a run directory <cache>/run/<prefix>NNN owned by this process (stale ones of gone processes are
+// newRunDir makes a run directory runRoot()/<prefix>NNN owned by this process (stale ones of gone processes are
 // swept first).
 func newRunDir(prefix string) (string, error) {
 	if err := os.MkdirAll(runRoot(), 0o755); err != nil {

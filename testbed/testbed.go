@@ -12,6 +12,7 @@ package testbed
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -113,7 +114,39 @@ func buildOf(kind string, v Version) string {
 	return resolved(filepath.Join(Cache(), kind, string(v)))
 }
 
-func runRoot() string { return filepath.Join(Cache(), "run") }
+// runRoot holds the run directories: metastores' Derby databases and warehouses, HiveServer2's warehouse, KDCs and the
+// other servers' homes. It is <cache>/run, unless Hive would not read transactional tables there: then a directory
+// of its own under the system's temporary directory, named after the cache (runRootFor).
+func runRoot() string { return runRootFor(Cache(), os.TempDir()) }
+
+// runRootFor is runRoot for a cache and a temporary directory.
+//
+// Hive's ACID reader leaves out every data file whose directory's path contains "/." or "/_" anywhere
+// (AcidUtils.acidTempDirFilter, meant for staging directories such as .hive-staging and _tmp): a full ACID or
+// insert-only table whose warehouse lies under such a path, say a checkout's .cache, reads back with no rows, and
+// without an error. The default cache is <repo>/.cache, so such run directories go elsewhere.
+func runRootFor(cache, tmp string) string {
+	if r := filepath.Join(cache, "run"); !hiddenFromHive(r) {
+		return r
+	}
+	sum := sha256.Sum256([]byte(cache))
+	return filepath.Join(tmp, fmt.Sprintf("hms-proxy-run-%x", sum[:6]))
+}
+
+// hiddenFromHive reports whether Hive's ACID reader would leave out data under dir (see runRootFor).
+func hiddenFromHive(dir string) bool {
+	return strings.Contains(dir, "/.") || strings.Contains(dir, "/_")
+}
+
+// checkRunRoot refuses a run root under which Hive would not read transactional tables: the cache and the temporary
+// directory both lie under a path with a component that starts with "." or "_".
+func checkRunRoot() error {
+	if r := runRoot(); hiddenFromHive(r) {
+		return fmt.Errorf("testbed: run directories would go to %s, where Hive's ACID reader leaves out every file (a path "+
+			"component starts with \".\" or \"_\"; the cache %s has one too): set TMPDIR or HMS_PROXY_CACHE to a path without one", r, Cache())
+	}
+	return nil
+}
 
 // resolved follows the symlinks in path; a path that cannot be resolved is returned as is (errors show on use).
 func resolved(path string) string {
@@ -139,6 +172,9 @@ func Prepare() error {
 	defer prepare.Unlock()
 	if prepare.done {
 		return nil
+	}
+	if err := checkRunRoot(); err != nil {
+		return err
 	}
 	script := filepath.Join(repoRoot(), "testbed", "bin", "prepare.sh")
 	if _, err := os.Stat(script); err != nil {

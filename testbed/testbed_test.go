@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -171,4 +172,32 @@ func hasFailed(steps []Step, name string) bool {
 		}
 	}
 	return false
+}
+
+// Run directories never lie under a path Hive's ACID reader leaves out: the default cache is <repo>/.cache, under
+// which every transactional table read back with no rows (HiveServer2's SELECTs answered "(no rows)" in CI).
+func TestRunRootIsReadableToHiveACID(t *testing.T) {
+	if got := runRootFor("/work/cache", "/tmp"); got != "/work/cache/run" {
+		t.Errorf("a plain cache keeps its run directories: %s", got)
+	}
+	for _, cache := range []string{"/check/work/main/.cache", "/home/u/_build/cache"} {
+		got := runRootFor(cache, "/tmp")
+		if hiddenFromHive(got) || !strings.HasPrefix(got, "/tmp/hms-proxy-run-") {
+			t.Errorf("cache %s: run root %s", cache, got)
+		}
+		if again := runRootFor(cache, "/tmp"); again != got {
+			t.Errorf("cache %s: run root not stable (%s, then %s): stale directories would never be swept", cache, got, again)
+		}
+	}
+	if runRootFor("/a/.cache", "/tmp") == runRootFor("/b/.cache", "/tmp") {
+		t.Error("two caches share a run root")
+	}
+	t.Setenv("HMS_PROXY_CACHE", filepath.Join(t.TempDir(), ".cache"))
+	if err := checkRunRoot(); err != nil || hiddenFromHive(runRoot()) {
+		t.Errorf("a .cache under a plain TMPDIR: %s, %v", runRoot(), err)
+	}
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "_tmp"))
+	if err := checkRunRoot(); err == nil || !strings.Contains(err.Error(), "TMPDIR") {
+		t.Errorf("cache and TMPDIR both hidden from Hive: want a refusal naming TMPDIR, got %v", err)
+	}
 }
