@@ -53,14 +53,15 @@ var hs2On313 = map[string]hs2Deviation{
 	"SELECT ACID": {detail: "1|a; 2|b", why: "the refused UPDATE and DELETE changed nothing"},
 }
 
-// hs2Reference are the answers of the scenario's reads directly on Hive
-// 4.1.0, written down: the direct run must give them before the others are
-// compared with it. A test bed in which HiveServer2 itself reads wrong then
-// fails here, instead of two runs agreeing on a wrong answer. (It happened:
-// with the cache under a checkout's .cache, every transactional table read
-// back empty in all three runs, because Hive's ACID reader leaves out data
-// under any path with a component that starts with "." or "_"; the test bed
-// keeps its run directories elsewhere since, see testbed.runRootFor.)
+// hs2Reference are the answers of the scenario's reads and listings directly
+// on Hive 4.1.0, written down: the direct run must give them before the
+// others are compared with it. A test bed in which HiveServer2 itself reads
+// wrong then fails here, instead of two runs agreeing on a wrong answer. (It
+// happened: with the cache under a checkout's .cache, every transactional
+// table read back empty in all three runs, because Hive's ACID reader leaves
+// out data under any path with a component that starts with "." or "_"; the
+// test bed keeps its run directories elsewhere since, see
+// testbed.runRootFor.)
 var hs2Reference = map[string]string{
 	"SELECT managed":                    "1|a; 2|b; 3|c",
 	"COUNT managed from statistics":     "3",
@@ -75,6 +76,15 @@ var hs2Reference = map[string]string{
 	"DbTxnManager SELECT":               "1|a|NULL; 2|b|NULL; 3|c|NULL; 4|d|e; 9|z|z",
 	"SELECT insert-only":                "1; 2",
 	"SELECT ACID":                       "1|c",
+	// and the metadata HiveServer2 lists
+	"SHOW DATABASES LIKE":        "$DB",
+	"SHOW TABLES":                "ext; managed; part",
+	"SHOW PARTITIONS":            "ds=2024-01-01; ds=2024-01-02",
+	"DESCRIBE":                   "extra|string|; id|int|; name|string|",
+	"SHOW PARTITIONS after drop": "ds=2024-01-02; ds=2024-01-03",
+	"SHOW TABLES again":          "ctas; ext; managed; part; v",
+	"SHOW TABLES after drops":    "(no rows)",
+	"SHOW DATABASES after drop":  "(no rows)",
 }
 
 func TestHiveServer2FourSQLOnHive313AndHive410(t *testing.T) {

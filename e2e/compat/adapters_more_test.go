@@ -291,15 +291,27 @@ func moreAdapterRows() []e2eutil.AdapterRow {
 				table = err == nil && len(cs.StatsObj) > 0
 				return
 			}
+			// Both sides must hold both statistics before the delete: two
+			// sides that never stored them would agree on "nothing left".
+			stored := func(c *thriftgen.Client, where string) {
+				if p, tb := left(c, e.Db); !p || !tb {
+					t.Fatalf("%s: statistics stored before the delete (partition p=1, table): %v, %v; want both", where, p, tb)
+				}
+			}
 			hive4 := proxytest.Client(t, e2eutil.HMS4.URI)
 			e2eutil.MkDB(t, hive4, e.Db)
 			scenario(hive4, e.Db, e2eutil.Strp("hive"))
+			stored(hive4, "Hive 4.1")
 			if ok, err := hive4.DeleteColumnStatisticsReq(e2eutil.Ctx(t), req(e.Db)); err != nil || !ok {
 				t.Fatalf("Hive 4.1 itself: %v %v", ok, err)
 			}
 			wantPart, wantTable := left(hive4, e.Db)
+			if wantPart || !wantTable {
+				t.Fatalf("Hive 4.1 left (partition p=1, table) %v, %v; the reference is p=1's statistics deleted, the table's kept", wantPart, wantTable)
+			}
 
 			scenario(e.Direct, e.Db, nil)
+			stored(e.Direct, "the 3.1.3 backend")
 			if ok, err := e.C4.DeleteColumnStatisticsReq(e2eutil.Ctx(t), req(e.Ext())); err != nil || !ok {
 				t.Fatalf("delete_column_statistics_req: %v %v", ok, err)
 			}
@@ -308,11 +320,9 @@ func moreAdapterRows() []e2eutil.AdapterRow {
 				t.Errorf("statistics left (partition p=1, table): through the proxy %v, %v; Hive 4.1 leaves %v, %v (backend calls %v)",
 					gotPart, gotTable, wantPart, wantTable, e.Tap2.Methods())
 			}
-			if !wantPart && wantTable {
-				// get_table first: whether the table is partitioned decides
-				// what "not table level" means.
-				e.BackendSaw(t, e.Tap2, "delete_column_statistics_req", e.Db, "get_table_req", "delete_partition_column_statistics")
-			}
+			// get_table first: whether the table is partitioned decides what
+			// "not table level" means.
+			e.BackendSaw(t, e.Tap2, "delete_column_statistics_req", e.Db, "get_table_req", "delete_partition_column_statistics")
 		}},
 		{Name: "get_max_allocated_table_write_id", Method: "get_max_allocated_table_write_id", Run: func(t *testing.T, e *e2eutil.AdapterEnv) {
 			// Write ids exist only in the default catalog (issue 11): the

@@ -55,6 +55,15 @@ func TestFederatedScenarioWithHive313Client(t *testing.T) {
 	testbed.RunScenarioT(t, testbed.Hive313, e2eutil.HMS2.URI, "ddl", "--db", direct, "--keep")
 	t.Cleanup(func() { _ = c2.DropDatabase(e2eutil.Ctx(t), direct, true, true) })
 	got, want := dump(t, c2, remote), dump(t, c2, direct)
+	// The direct run must hold what the ddl scenario leaves (DdlScenario.java
+	// with --keep), so two runs that left nothing cannot agree.
+	for _, line := range []string{"table type=MANAGED_TABLE owner=hmsbed", "  col id bigint", "  col added_col string",
+		"  partkey ds string", "  partkey region string", "  param hmsbed.altered=yes",
+		"  partitions ds=2024-01-01/region=eu,ds=2024-01-01/region=us,ds=2024-01-02/region=eu"} {
+		if !strings.Contains(want, line+"\n") {
+			t.Fatalf("a direct run of the ddl scenario left no %q; it left\n%s", line, want)
+		}
+	}
 	if got != want {
 		t.Fatalf("through the proxy catalog2 holds\n%s\nbut a direct run creates\n%s", got, want)
 	}

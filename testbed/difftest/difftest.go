@@ -25,6 +25,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hms-proxy/hms-proxy/testbed"
+	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -75,6 +76,30 @@ type Verdict struct {
 	Disagreements []Disagreement
 	// Notes are differences that do not change what is read (fields a version does not know and skips).
 	Notes []string
+	// Unread are accepted calls a Hive reader did not compare: it does not know the method (its server answers
+	// UNKNOWN_METHOD). OwnUnread says which of them the version's own API has, which a reader must know.
+	Unread []Unread
+}
+
+// Unread is one accepted call a Hive version's reader did not know the method of.
+type Unread struct {
+	Version testbed.Version
+	Method  string
+}
+
+// profileOf is the API profile of each Hive version a reader runs.
+var profileOf = map[testbed.Version]thriftgen.ProfileSet{testbed.Hive313: thriftgen.ProfileApache313, testbed.Hive410: thriftgen.ProfileApache410}
+
+// OwnUnread are the unread calls whose method the reader's own Hive version has: a reader that skips them compares
+// nothing, and every comparison of such a call would pass unseen.
+func (v *Verdict) OwnUnread() []Unread {
+	var out []Unread
+	for _, u := range v.Unread {
+		if m := thriftgen.LookupMethod(u.Method); m != nil && m.Profiles.Has(profileOf[u.Version]) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // Disagreement is one accepted call that one Hive version reads differently.
@@ -170,7 +195,9 @@ func (c *Checker) compare(v *Verdict, i int, m *wire.Message, sent []byte, r *te
 		return nil
 	}
 	if !h.Known {
-		return nil // skipped as a struct, as the proxy walked it; the server answers UNKNOWN_METHOD
+		// skipped as a struct, as the proxy walked it; the server answers UNKNOWN_METHOD
+		v.Unread = append(v.Unread, Unread{Version: r.Version, Method: m.Name})
+		return nil
 	}
 	want, notes, err := c.Expect(r, m.Name, m.Body())
 	if err != nil {
