@@ -24,8 +24,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/hms-proxy/hms-proxy/compat"
 	"github.com/hms-proxy/hms-proxy/testbed"
-	"github.com/hms-proxy/hms-proxy/thriftgen"
 	"github.com/hms-proxy/hms-proxy/wire"
 )
 
@@ -87,15 +87,22 @@ type Unread struct {
 	Method  string
 }
 
-// profileOf is the API profile of each Hive version a reader runs.
-var profileOf = map[testbed.Version]thriftgen.ProfileSet{testbed.Hive313: thriftgen.ProfileApache313, testbed.Hive410: thriftgen.ProfileApache410}
+// runtimeOf is the Apache runtime a Hive reader's version is (nil when none is).
+func runtimeOf(v testbed.Version) *compat.Runtime {
+	for _, rt := range compat.Runtimes() {
+		if !rt.Hortonworks && rt.Version == string(v) {
+			return rt
+		}
+	}
+	return nil
+}
 
 // OwnUnread are the unread calls whose method the reader's own Hive version has: a reader that skips them compares
 // nothing, and every comparison of such a call would pass unseen.
 func (v *Verdict) OwnUnread() []Unread {
 	var out []Unread
 	for _, u := range v.Unread {
-		if m := thriftgen.LookupMethod(u.Method); m != nil && m.Profiles.Has(profileOf[u.Version]) {
+		if rt := runtimeOf(u.Version); rt != nil && rt.Has(u.Method) {
 			out = append(out, u)
 		}
 	}
