@@ -247,6 +247,7 @@ func checkReference(t *testing.T, direct hs2Run) {
 	t.Helper()
 	seen := map[string]bool{}
 	var wrong []string
+	logOf := statementLogs(direct)
 	for i, s := range direct.steps {
 		want, ok := hs2Reference[s.Step]
 		if !ok {
@@ -254,7 +255,7 @@ func checkReference(t *testing.T, direct hs2Run) {
 		}
 		seen[s.Step] = true
 		if s.Detail != want {
-			wrong = append(wrong, fmt.Sprintf("%q answered %q, want %q\n%s", s.Step, s.Detail, want, statementLogs(direct)(i)))
+			wrong = append(wrong, fmt.Sprintf("%q answered %q, want %q\n%s", s.Step, s.Detail, want, logOf(i)))
 		}
 	}
 	for step := range hs2Reference {

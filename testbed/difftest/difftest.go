@@ -87,6 +87,11 @@ type Unread struct {
 	Method  string
 }
 
+// String says what an own-API skip means (OwnUnread).
+func (u Unread) String() string {
+	return fmt.Sprintf("Hive %s's reader does not know %s, which its own API has: the call was not compared", u.Version, u.Method)
+}
+
 // runtimeOf is the Apache runtime a Hive reader's version is (nil when none is).
 func runtimeOf(v testbed.Version) *compat.Runtime {
 	for _, rt := range compat.Runtimes() {
